@@ -1,0 +1,14 @@
+# One image for web, worker and beat (see docker-compose.yml).
+FROM python:3.12-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+WORKDIR /app
+COPY pyproject.toml constraints.txt README.md ./
+COPY portal ./portal
+COPY queues ./queues
+RUN pip install --no-cache-dir -c constraints.txt -e .
+COPY . .
+RUN DEBUG=true python manage.py collectstatic --noinput
+RUN useradd --create-home portal && chown -R portal /app
+USER portal
+EXPOSE 8000
+CMD ["gunicorn", "portal.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]

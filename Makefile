@@ -1,0 +1,38 @@
+# The two commands a newcomer runs: `make demo` and `make test` (see README.md).
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+PIP     := $(VENV)/bin/pip
+PORT    ?= 8000
+
+# Test services (the CI machine and dev machines run both on loopback).
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/portal
+TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
+
+.PHONY: demo test lint venv clean
+
+$(VENV)/.created:
+	@PYTHON_BIN=$$(scripts/find-python) && echo "using $$PYTHON_BIN" && $$PYTHON_BIN -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	@touch $@
+
+$(VENV)/.installed-app: $(VENV)/.created pyproject.toml constraints.txt
+	$(PIP) install --quiet -c constraints.txt -e .
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed-app
+	$(PIP) install --quiet -c constraints.txt -e '.[test]'
+	@touch $@
+
+venv: $(VENV)/.installed-test
+
+demo: $(VENV)/.installed-app
+	PORT=$(PORT) $(PY) manage.py demo
+
+lint: $(VENV)/.installed-test
+	$(VENV)/bin/ruff check .
+
+test: $(VENV)/.installed-test lint
+	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache

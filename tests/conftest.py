@@ -1,0 +1,19 @@
+"""Test tiers by folder: tests/unit, tests/integration, tests/e2e get their marker."""
+
+from pathlib import Path
+
+import pytest
+
+TIERS = ("unit", "integration", "e2e")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with the tier of the folder it lives in."""
+    root = Path(__file__).parent
+    for item in items:
+        try:
+            tier = Path(item.path).relative_to(root).parts[0]
+        except ValueError:
+            continue
+        if tier in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))

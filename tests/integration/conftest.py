@@ -1,0 +1,71 @@
+"""Integration tier: real PostgreSQL, real Redis and a real Celery worker."""
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from urllib.parse import urlparse
+
+import pytest
+from django.conf import settings
+
+from tests.services import REPO_ROOT, require, unavailable
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _real_services() -> None:
+    """The integration tier runs on PostgreSQL and Redis, never on stand-ins."""
+    if settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        unavailable("integration tests need DATABASE_URL at PostgreSQL (make test sets it)")
+    require("PostgreSQL", "127.0.0.1", 5432)
+    if not settings.CELERY_BROKER_URL.startswith("redis://"):
+        unavailable("integration tests need REDIS_URL pointing at Redis (make test sets it)")
+    broker = urlparse(settings.CELERY_BROKER_URL)
+    require("Redis", broker.hostname or "127.0.0.1", broker.port or 6379)
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker):
+    """A real ``celery worker`` process consuming a private queue from Redis.
+
+    It runs against the test database that pytest-django created, so tasks see
+    rows that ``transactional_db`` tests committed. Yields the queue name; the
+    test process publishes there (``task_default_queue`` is switched for the
+    session). The worker is stopped at the end of the session.
+    """
+    from portal.celery import app
+
+    queue = f"test-{uuid.uuid4().hex[:8]}"
+    db = settings.DATABASES["default"]
+    env = dict(os.environ)
+    env["DATABASE_URL"] = (
+        f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    )
+    env["CELERY_TASK_DEFAULT_QUEUE"] = queue
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo",
+         "--loglevel=INFO", "-Q", queue, "--without-gossip", "--without-mingle",
+         "--without-heartbeat", f"--hostname={queue}@%h"],
+        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    previous = app.conf.task_default_queue
+    app.conf.task_default_queue = queue
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"celery worker exited early:\n{proc.stdout.read()}")
+            replies = app.control.ping(destination=[f"{queue}@{os.uname().nodename}"], timeout=1)
+            if replies:
+                break
+        else:
+            pytest.fail("celery worker did not answer a ping within 60 s")
+        yield queue
+    finally:
+        app.conf.task_default_queue = previous
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
