@@ -133,8 +133,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
-    "PAGE_SIZE": 100,
+    "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU quota portal API",
@@ -163,6 +162,10 @@ CELERY_RESULT_BACKEND = env.str(
 )
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="portal")
+CELERY_BEAT_SCHEDULE = {
+    # Temporary quota reverts when its end date passes.
+    "expire-grants": {"task": "portal.expire_grants", "schedule": 60.0},
+}
 
 # --- the cluster side ---------------------------------------------------------------
 SCHEDULER_BACKEND = env.str("SCHEDULER_BACKEND", default="kueue")

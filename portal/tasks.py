@@ -26,3 +26,15 @@ def worker_health() -> dict:
         "database": database_status(),
         "database_name": str(connection.settings_dict["NAME"]),
     }
+
+
+@shared_task(name="portal.expire_grants")
+def expire_grants() -> int:
+    """Revert temporary grants whose end date has passed (periodic, every minute).
+
+    Returns how many grants were reverted. Idempotent: a reverted grant is not
+    reverted again (see :func:`portal.services.quota.grant_expire`).
+    """
+    from portal.services.quota import grant_expire
+
+    return grant_expire()

@@ -1,0 +1,115 @@
+"""The admin console (``/admin/``) for platform staff.
+
+Writes that carry rules (quota decisions) go through services via actions;
+catalog rows (clusters, flavors, cohorts, priority classes) are plain edits
+that bump the cluster's spec generation so the reconciler picks them up.
+"""
+
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+
+from portal import models
+from portal.services import quota
+from portal.services.outbox import cluster_spec_bump
+
+
+class BumpsClusterAdmin(admin.ModelAdmin):
+    """Saving or deleting a row marks its cluster's desired state as changed."""
+
+    def _cluster_id(self, obj) -> int | None:
+        return getattr(obj, "cluster_id", None)
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        if self._cluster_id(obj):
+            cluster_spec_bump(cluster_id=self._cluster_id(obj))
+
+    def delete_model(self, request, obj) -> None:
+        cluster_id = self._cluster_id(obj)
+        super().delete_model(request, obj)
+        if cluster_id:
+            cluster_spec_bump(cluster_id=cluster_id)
+
+
+@admin.register(models.Cluster)
+class ClusterAdmin(admin.ModelAdmin):
+    list_display = ("name", "backend", "kube_context", "spec_generation")
+
+
+@admin.register(models.GpuFlavor)
+class GpuFlavorAdmin(BumpsClusterAdmin):
+    list_display = ("name", "cluster", "gpu_resource", "gpu_model", "physical_gpus",
+                    "time_slicing_replicas")
+    list_filter = ("cluster",)
+
+
+@admin.register(models.Cohort)
+class CohortAdmin(BumpsClusterAdmin):
+    list_display = ("name", "cluster", "parent", "weight")
+
+
+class MembershipInline(admin.TabularInline):
+    model = models.Membership
+    extra = 0
+
+
+class GrantInline(admin.TabularInline):
+    model = models.QuotaGrant
+    extra = 0
+    readonly_fields = ("temporary_request",)
+
+
+@admin.register(models.Team)
+class TeamAdmin(BumpsClusterAdmin):
+    list_display = ("slug", "name", "cluster", "cohort", "weight")
+    list_filter = ("cluster", "cohort")
+    search_fields = ("slug", "name")
+    inlines = [MembershipInline, GrantInline]
+
+
+@admin.register(models.PriorityClass)
+class PriorityClassAdmin(admin.ModelAdmin):
+    list_display = ("name", "value", "description")
+
+
+@admin.register(models.QuotaRequest)
+class QuotaRequestAdmin(admin.ModelAdmin):
+    list_display = ("id", "team", "flavor", "nominal_gpus", "borrowing_limit_gpus",
+                    "lending_limit_gpus", "state", "ends_at", "created_at")
+    list_filter = ("state", "flavor")
+    readonly_fields = ("state", "reviewer", "reviewed_at", "previous_grant", "expired_at",
+                       "overcommit_acknowledged")
+    actions = ["approve_selected", "reject_selected"]
+
+    @admin.action(description="Approve selected pending requests (no over-commit)")
+    def approve_selected(self, request, queryset) -> None:
+        for target in queryset.select_related("team", "flavor"):
+            try:
+                quota.quota_request_approve(actor=request.user, request=target,
+                                            comment="approved in the admin console")
+            except ValidationError as exc:
+                self.message_user(request, f"#{target.pk}: {'; '.join(exc.messages)}",
+                                  messages.ERROR)
+
+    @admin.action(description="Reject selected pending requests")
+    def reject_selected(self, request, queryset) -> None:
+        for target in queryset.select_related("team", "flavor"):
+            try:
+                quota.quota_request_reject(actor=request.user, request=target,
+                                           comment="rejected in the admin console")
+            except ValidationError as exc:
+                self.message_user(request, f"#{target.pk}: {'; '.join(exc.messages)}",
+                                  messages.ERROR)
+
+
+@admin.register(models.AuditEvent)
+class AuditEventAdmin(admin.ModelAdmin):
+    list_display = ("at", "actor", "action", "team", "target_type", "target_id")
+    list_filter = ("action",)
+    readonly_fields = [f.name for f in models.AuditEvent._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False

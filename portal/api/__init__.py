@@ -1,0 +1,1 @@
+"""The REST API (DRF): serializers validate shape, services do the work."""

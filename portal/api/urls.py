@@ -1,0 +1,13 @@
+"""``/api/v1/`` routes."""
+
+from rest_framework.routers import DefaultRouter
+
+from portal.api import views
+
+router = DefaultRouter()
+router.register("flavors", views.FlavorViewSet, basename="flavor")
+router.register("cohorts", views.CohortViewSet, basename="cohort")
+router.register("teams", views.TeamViewSet, basename="team")
+router.register("quota-requests", views.QuotaRequestViewSet, basename="quota-request")
+
+urlpatterns = router.urls

@@ -1,0 +1,137 @@
+"""Read paths for quota: sums, the approval preview, request lists."""
+
+from django.db.models import QuerySet, Sum
+
+from portal import access
+from portal.models import GpuFlavor, QuotaGrant, QuotaRequest, Team
+from portal.selectors.specs import cluster_specs, desired_objects
+from queues.render import labels
+
+
+def flavor_nominal_sum(*, flavor: GpuFlavor, replacing: tuple[int, int] | None = None) -> int:
+    """Sum of nominal GPUs granted on ``flavor`` (one query).
+
+    ``replacing=(team_id, nominal)`` gives the sum as it would be with that
+    team's grant set to ``nominal`` GPUs.
+    """
+    grants = QuotaGrant.objects.filter(flavor=flavor)
+    if replacing is not None:
+        grants = grants.exclude(team_id=replacing[0])
+    total = grants.aggregate(total=Sum("nominal_gpus"))["total"] or 0
+    return total + (replacing[1] if replacing is not None else 0)
+
+
+def max_admissible_gpus(
+    *, team: Team, flavor: GpuFlavor, nominal: int, borrowing_limit: int | None,
+    overrides: dict | None = None,
+) -> int:
+    """The most GPUs of ``flavor`` the team's queue could ever be admitted with.
+
+    ``nominal + min(borrowing_limit, what the rest of the cohort tree may lend)``;
+    the rest may lend, per team, its lending limit or else its whole nominal
+    (Kueue lends only nominal quota: https://kueue.sigs.k8s.io/docs/concepts/cohort/).
+    Without a cohort it is ``nominal``. ``overrides`` as in ``cluster_specs``.
+    """
+    if team.cohort_id is None:
+        return nominal
+    specs = cluster_specs(cluster=team.cluster, overrides=overrides)
+    parents = {c.name: c.parent for c in specs.cohorts}
+
+    def root(name: str) -> str:
+        while parents.get(name):
+            name = parents[name]
+        return name
+
+    tree = root(team.cohort.name)
+    lendable = 0
+    for other in specs.teams:
+        if other.slug == team.slug or other.cohort is None or root(other.cohort) != tree:
+            continue
+        for quota in other.quotas:
+            if quota.flavor == flavor.name:
+                lendable += (
+                    quota.nominal_gpus if quota.lending_limit_gpus is None
+                    else quota.lending_limit_gpus
+                )
+    borrowable = lendable if borrowing_limit is None else min(borrowing_limit, lendable)
+    return nominal + borrowable
+
+
+def quota_request_preview(*, request: QuotaRequest) -> dict:
+    """What approving ``request`` would do, for the reviewer.
+
+    Returns ``{capacity_gpus, nominal_sum_gpus, nominal_sum_after_gpus,
+    overcommit_after: bool, current: {nominal_gpus, borrowing_limit_gpus,
+    lending_limit_gpus}|None, requested: {...}, max_admissible_gpus_now,
+    max_admissible_gpus, manifests: [dict]}``: GPU counts of the
+    request's flavor (capacity in physical GPUs) and the exact manifests of the
+    team's objects and of the shared objects that approval would apply.
+    """
+    team, flavor = request.team, request.flavor
+    grant = QuotaGrant.objects.filter(team=team, flavor=flavor).first()
+    current = (
+        {"nominal_gpus": grant.nominal_gpus, "borrowing_limit_gpus": grant.borrowing_limit_gpus,
+         "lending_limit_gpus": grant.lending_limit_gpus}
+        if grant else None
+    )
+    requested = (request.nominal_gpus, request.borrowing_limit_gpus, request.lending_limit_gpus)
+    overrides = {(team.pk, flavor.pk): requested}
+    after_sum = flavor_nominal_sum(flavor=flavor, replacing=(team.pk, request.nominal_gpus))
+    after = cluster_specs(cluster=team.cluster, overrides=overrides)
+    team_label = labels.team_labels(team.slug)
+    manifests = [
+        obj for obj in desired_objects(after)
+        if all(obj["metadata"].get("labels", {}).get(k) == v for k, v in team_label.items())
+        or obj["kind"] in ("ResourceFlavor", "Cohort")
+        and _mentions(obj, flavor.name, team.cohort.name if team.cohort else None)
+    ]
+    return {
+        "capacity_gpus": flavor.physical_gpus,
+        "nominal_sum_gpus": flavor_nominal_sum(flavor=flavor),
+        "nominal_sum_after_gpus": after_sum,
+        "overcommit_after": after_sum > flavor.physical_gpus,
+        "current": current,
+        "requested": dict(zip(
+            ("nominal_gpus", "borrowing_limit_gpus", "lending_limit_gpus"), requested,
+            strict=True,
+        )),
+        "max_admissible_gpus_now": max_admissible_gpus(
+            team=team, flavor=flavor, nominal=current["nominal_gpus"] if current else 0,
+            borrowing_limit=current["borrowing_limit_gpus"] if current else None,
+        ),
+        "max_admissible_gpus": max_admissible_gpus(
+            team=team, flavor=flavor, nominal=request.nominal_gpus,
+            borrowing_limit=request.borrowing_limit_gpus, overrides=overrides,
+        ),
+        "manifests": manifests,
+    }
+
+
+def _mentions(obj: dict, flavor: str, cohort: str | None) -> bool:
+    name = obj["metadata"]["name"]
+    return (obj["kind"] == "ResourceFlavor" and name == flavor) or (
+        obj["kind"] == "Cohort" and name == cohort
+    )
+
+
+def quota_requests_visible(*, user, team: str | None = None, state: str | None = None
+                           ) -> QuerySet[QuotaRequest]:
+    """Requests ``user`` may see, optionally filtered by team slug and state (one query)."""
+    qs = QuotaRequest.objects.select_related("team", "flavor", "requested_by", "reviewer")
+    if not access.is_staff(user):
+        qs = qs.filter(team__memberships__user=user)
+    if team:
+        qs = qs.filter(team__slug=team)
+    if state:
+        qs = qs.filter(state=state)
+    return qs.order_by("-created_at", "-id")
+
+
+def pending_requests() -> QuerySet[QuotaRequest]:
+    """The staff review queue: pending requests, oldest first."""
+    return (
+        QuotaRequest.objects.filter(state=QuotaRequest.State.PENDING)
+        .select_related("team", "flavor", "requested_by", "team__cohort")
+        .order_by("created_at", "id")
+    )
+

@@ -1,0 +1,147 @@
+"""What staff onboard: clusters, GPU flavors, cohorts, priority classes."""
+
+from decimal import Decimal
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import F
+
+from portal import access
+from portal.models import Cluster, Cohort, GpuFlavor, PriorityClass
+from portal.models.validators import validate_gpu_resource
+from portal.services.audit import audit_record
+from portal.services.fields import quantity_string, whole_count
+from portal.services.outbox import cluster_spec_bump
+from portal.services.teams import dns_label, weight_value
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _staff_only(actor, what: str) -> None:
+    if not access.is_staff(actor):
+        raise PermissionDenied(f"Only platform staff can create {what}.")
+
+
+def _string_map(field: str, value) -> dict[str, str]:
+    if value in (None, ""):
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValidationError({field: "Expected an object of string keys and string values."})
+    return dict(value)
+
+
+def _taints(field: str, value) -> list[dict]:
+    if value in (None, ""):
+        return []
+    if not isinstance(value, list):
+        raise ValidationError({field: "Expected a list of {key, value?, effect}."})
+    for index, taint in enumerate(value):
+        if not isinstance(taint, dict) or not taint.get("key"):
+            raise ValidationError({f"{field}[{index}]": "Each taint needs a key."})
+        if taint.get("effect") not in TAINT_EFFECTS:
+            raise ValidationError(
+                {f"{field}[{index}].effect": f"Effect must be one of {', '.join(TAINT_EFFECTS)}."}
+            )
+    return value
+
+
+@transaction.atomic
+def cluster_create(*, actor, name: str, backend: str = "kueue", kube_context: str = "") -> Cluster:
+    """Staff register a cluster. Raises ValidationError naming ``name`` or ``backend``."""
+    _staff_only(actor, "clusters")
+    dns_label("name", name)
+    if backend not in Cluster.Backend.values:
+        raise ValidationError({"backend": f"'{backend}' is not one of: kueue, volcano."})
+    if Cluster.objects.filter(name=name).exists():
+        raise ValidationError({"name": f"A cluster named '{name}' already exists."})
+    cluster = Cluster.objects.create(name=name, backend=backend, kube_context=kube_context)
+    audit_record(actor=actor, action="cluster.created", target=cluster,
+                 after={"name": name, "backend": backend})
+    return cluster
+
+
+@transaction.atomic
+def flavor_create(
+    *, actor, cluster: Cluster, name: str, gpu_resource: str = "nvidia.com/gpu",
+    gpu_model: str = "", physical_gpus=0, time_slicing_replicas=1, gpus_per_node=8,
+    cpu_per_gpu: str = "8", memory_per_gpu: str = "64Gi", node_labels=None, node_taints=None,
+    tolerations=None,
+) -> GpuFlavor:
+    """Staff add a GPU flavor (Kueue ResourceFlavor) to a cluster.
+
+    ``physical_gpus`` counts physical GPUs; ``time_slicing_replicas`` >= 1;
+    ``cpu_per_gpu``/``memory_per_gpu`` are quantities. Raises ValidationError
+    naming the field.
+    """
+    _staff_only(actor, "GPU flavors")
+    dns_label("name", name)
+    try:
+        validate_gpu_resource(gpu_resource or "")
+    except ValidationError as exc:
+        raise ValidationError({"gpu_resource": exc.messages}) from exc
+    physical = whole_count("physical_gpus", physical_gpus)
+    replicas = whole_count("time_slicing_replicas", time_slicing_replicas)
+    if replicas < 1:
+        raise ValidationError({"time_slicing_replicas": "Must be 1 (no sharing) or more."})
+    per_node = whole_count("gpus_per_node", gpus_per_node)
+    if per_node < 1:
+        raise ValidationError({"gpus_per_node": "Must be 1 or more."})
+    quantity_string("cpu_per_gpu", cpu_per_gpu)
+    quantity_string("memory_per_gpu", memory_per_gpu)
+    labels = _string_map("node_labels", node_labels)
+    taints = _taints("node_taints", node_taints)
+    tolerations = tolerations or []
+    if not isinstance(tolerations, list):
+        raise ValidationError({"tolerations": "Expected a list of tolerations."})
+    if GpuFlavor.objects.filter(cluster=cluster, name=name).exists():
+        raise ValidationError({"name": f"Flavor '{name}' already exists in '{cluster.name}'."})
+    flavor = GpuFlavor.objects.create(
+        cluster=cluster, name=name, gpu_resource=gpu_resource, gpu_model=gpu_model,
+        physical_gpus=physical, time_slicing_replicas=replicas, gpus_per_node=per_node,
+        cpu_per_gpu=cpu_per_gpu, memory_per_gpu=memory_per_gpu, node_labels=labels,
+        node_taints=taints, tolerations=tolerations,
+    )
+    cluster_spec_bump(cluster_id=cluster.pk)
+    audit_record(actor=actor, action="flavor.created", target=flavor,
+                 after={"name": name, "gpu_resource": gpu_resource, "physical_gpus": physical})
+    return flavor
+
+
+@transaction.atomic
+def cohort_create(
+    *, actor, cluster: Cluster, name: str, parent: Cohort | None = None, weight=Decimal("1")
+) -> Cohort:
+    """Staff add a cohort (department). Raises ValidationError naming the field."""
+    _staff_only(actor, "cohorts")
+    dns_label("name", name)
+    weight = weight_value("weight", weight)
+    if parent is not None and parent.cluster_id != cluster.pk:
+        raise ValidationError({"parent": f"Cohort '{parent.name}' is in another cluster."})
+    if Cohort.objects.filter(cluster=cluster, name=name).exists():
+        raise ValidationError({"name": f"Cohort '{name}' already exists in '{cluster.name}'."})
+    cohort = Cohort.objects.create(cluster=cluster, name=name, parent=parent, weight=weight)
+    cluster_spec_bump(cluster_id=cluster.pk)
+    audit_record(actor=actor, action="cohort.created", target=cohort,
+                 after={"name": name, "parent": parent.name if parent else None,
+                        "weight": str(weight)})
+    return cohort
+
+
+@transaction.atomic
+def priority_class_create(*, actor, name: str, value: int, description: str = "") -> PriorityClass:
+    """Staff add a priority class (WorkloadPriorityClass / PriorityClass)."""
+    _staff_only(actor, "priority classes")
+    dns_label("name", name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError({"value": f"{value!r} is not a whole number."})
+    if not -2_000_000_000 <= value <= 1_000_000_000:
+        raise ValidationError({"value": "Must be between -2000000000 and 1000000000."})
+    if PriorityClass.objects.filter(name=name).exists():
+        raise ValidationError({"name": f"Priority class '{name}' already exists."})
+    pc = PriorityClass.objects.create(name=name, value=value, description=description)
+    Cluster.objects.update(spec_generation=F("spec_generation") + 1)
+    audit_record(actor=actor, action="priority_class.created", target=pc,
+                 after={"name": name, "value": value})
+    return pc

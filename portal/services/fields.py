@@ -1,0 +1,56 @@
+"""Checks of raw input values that every service shares; each error names its field."""
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from queues import quantity
+
+
+def whole_count(field: str, value: Any, *, allow_none: bool = False) -> int | None:
+    """Return ``value`` as a non-negative whole number (GPUs, workers, seconds).
+
+    ``1.5`` or ``"1.5"`` is an error naming ``field``, never rounded; ``True`` is
+    not a number; ``None`` passes only with ``allow_none`` (meaning "no limit").
+    Raises :class:`ValidationError` ``{field: message}``.
+    """
+    if value is None or value == "":
+        if allow_none:
+            return None
+        raise ValidationError({field: "This field is required."})
+    if isinstance(value, bool):
+        raise ValidationError({field: f"{value!r} is not a whole number."})
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValidationError({field: f"{value} is not a whole number of GPUs."})
+        value = int(value)
+    if isinstance(value, str):
+        if not value.strip().lstrip("-").isdigit():
+            raise ValidationError({field: f"'{value}' is not a whole number."})
+        value = int(value)
+    if not isinstance(value, int):
+        raise ValidationError({field: f"{value!r} is not a whole number."})
+    if value < 0:
+        raise ValidationError({field: f"{value} is negative; it must be 0 or more."})
+    return value
+
+
+def quantity_string(field: str, value: str, *, allow_blank: bool = False) -> str:
+    """Check a Kubernetes quantity (``500m``, ``8Gi``) with the library parser.
+
+    Returns the value unchanged; ``8gb`` or ``-1`` are errors naming ``field``.
+    Raises :class:`ValidationError`.
+    """
+    if value in (None, ""):
+        if allow_blank:
+            return ""
+        raise ValidationError({field: "This field is required."})
+    try:
+        parsed = quantity.parse(str(value))
+    except (ValueError, TypeError) as exc:
+        raise ValidationError(
+            {field: f"'{value}' is not a Kubernetes quantity such as 500m, 8 or 64Gi ({exc})."}
+        ) from exc
+    if parsed < 0:
+        raise ValidationError({field: f"'{value}' is negative."})
+    return str(value)

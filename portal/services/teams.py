@@ -1,0 +1,103 @@
+"""Teams and their members."""
+
+from decimal import Decimal, InvalidOperation
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+
+from portal import access
+from portal.models import Cluster, Cohort, Membership, Team
+from portal.models.validators import validate_dns1123_label
+from portal.services.audit import audit_record
+from portal.services.outbox import cluster_spec_bump
+
+
+def weight_value(field: str, value) -> Decimal:
+    """A fair-sharing weight as a Decimal >= 0; errors name ``field``."""
+    try:
+        weight = Decimal(str(value))
+    except (InvalidOperation, ValueError) as exc:
+        raise ValidationError({field: f"'{value}' is not a number."}) from exc
+    if not weight.is_finite() or weight < 0:
+        raise ValidationError({field: f"{value} must be a number of 0 or more."})
+    if weight > Decimal("99999"):
+        raise ValidationError({field: f"{value} is larger than 99999."})
+    return weight
+
+
+def dns_label(field: str, value: str) -> str:
+    """Return ``value`` if it is a DNS-1123 label, else a ValidationError naming ``field``."""
+    try:
+        validate_dns1123_label(value or "")
+    except ValidationError as exc:
+        raise ValidationError({field: exc.messages}) from exc
+    return value
+
+
+@transaction.atomic
+def team_create(
+    *, actor, slug: str, name: str, cluster: Cluster, cohort: Cohort | None = None,
+    weight=Decimal("1"),
+) -> Team:
+    """Staff create a team; ``slug`` becomes its namespace name, used as is.
+
+    Raises :class:`PermissionDenied` for non-staff and :class:`ValidationError`
+    naming ``slug`` (not a DNS-1123 label, more than 63 characters, taken),
+    ``cohort`` (other cluster) or ``weight``.
+    """
+    if not access.is_staff(actor):
+        raise PermissionDenied("Only platform staff can create teams.")
+    dns_label("slug", slug)
+    weight = weight_value("weight", weight)
+    if Team.objects.filter(slug=slug).exists():
+        raise ValidationError({"slug": f"A team with slug '{slug}' already exists."})
+    if cohort is not None and cohort.cluster_id != cluster.pk:
+        raise ValidationError({"cohort": f"Cohort '{cohort.name}' is in another cluster."})
+    team = Team.objects.create(
+        slug=slug, name=(name or slug).strip(), cluster=cluster, cohort=cohort, weight=weight
+    )
+    cluster_spec_bump(cluster_id=cluster.pk)
+    audit_record(actor=actor, action="team.created", target=team, team=team,
+                 after={"slug": slug, "cohort": cohort.name if cohort else None,
+                        "weight": str(weight)})
+    return team
+
+
+@transaction.atomic
+def membership_set(*, actor, team: Team, username: str, role: str) -> Membership:
+    """Add ``username`` to ``team`` with ``role`` (``member``/``lead``), or change the role.
+
+    Allowed for the team's lead and staff. Raises :class:`ValidationError` naming
+    ``username`` (no such user) or ``role``.
+    """
+    if not access.can_manage_members(actor, team):
+        raise PermissionDenied("Only the team's lead or platform staff can manage members.")
+    if role not in Membership.Role.values:
+        raise ValidationError({"role": f"'{role}' is not one of: member, lead."})
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise ValidationError({"username": f"No user named '{username}'."})
+    membership = Membership.objects.filter(team=team, user=user).first()
+    before = {"role": membership.role} if membership else None
+    if membership is None:
+        membership = Membership.objects.create(team=team, user=user, role=role)
+    elif membership.role != role:
+        membership.role = role
+        membership.save(update_fields=["role"])
+    audit_record(actor=actor, action="membership.set", target=membership, team=team,
+                 before=before, after={"username": username, "role": role})
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, actor, team: Team, username: str) -> None:
+    """Remove ``username`` from ``team`` (lead or staff). Raises ValidationError if absent."""
+    if not access.can_manage_members(actor, team):
+        raise PermissionDenied("Only the team's lead or platform staff can manage members.")
+    membership = Membership.objects.filter(team=team, user__username=username).first()
+    if membership is None:
+        raise ValidationError({"username": f"'{username}' is not a member of '{team.slug}'."})
+    audit_record(actor=actor, action="membership.removed", target=membership, team=team,
+                 before={"username": username, "role": membership.role}, after=None)
+    membership.delete()
