@@ -17,3 +17,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             continue
         if tier in TIERS:
             item.add_marker(getattr(pytest.mark, tier))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fast_password_hashing():
+    """Tests create many users: use a fast hasher (production keeps Django's default)."""
+    from django.conf import settings
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -118,6 +118,8 @@ def quota_requests_visible(*, user, team: str | None = None, state: str | None =
                            ) -> QuerySet[QuotaRequest]:
     """Requests ``user`` may see, optionally filtered by team slug and state (one query)."""
     qs = QuotaRequest.objects.select_related("team", "flavor", "requested_by", "reviewer")
+    if not getattr(user, "is_authenticated", False):
+        return qs.none()
     if not access.is_staff(user):
         qs = qs.filter(team__memberships__user=user)
     if team:
