@@ -1,21 +1,26 @@
 """Every rendered object validates against the upstream schema of its served version."""
 
 import copy
+import dataclasses
 
 import pytest
 
-from queues.render import kueue
+from queues.render import kueue, volcano
 from tests.schema import ManifestError, validate_manifest
 
 from .examples import COHORTS, FLAVORS, PRIORITY_CLASSES, TEAMS
 
 OBJECTS = kueue.desired_objects(
     flavors=FLAVORS, cohorts=COHORTS, priority_classes=PRIORITY_CLASSES, teams=TEAMS
+) + volcano.queues(
+    flavors=FLAVORS,
+    cohorts=COHORTS,
+    teams=[dataclasses.replace(t, weight=2) if t.slug == "vision" else t for t in TEAMS],
 )
 
 
 def _id(obj):
-    return f"{obj['kind']}/{obj['metadata']['name']}"
+    return f"{obj['apiVersion'].split('/')[0]}/{obj['kind']}/{obj['metadata']['name']}"
 
 
 @pytest.mark.parametrize("obj", OBJECTS, ids=[_id(o) for o in OBJECTS])
@@ -85,6 +90,8 @@ def _find(kind, name):
             "lots",
         ),
         ("Namespace", "vision", lambda o: o["metadata"].update(name="Vision"), "Vision"),
+        ("Queue", "vision", lambda o: o["spec"].update(weight=0), "weight"),
+        ("Queue", "nlp", lambda o: o["spec"]["deserved"].update(cpu="six"), "six"),
         ("PriorityClass", "high", lambda o: o.update(value="high"), "high"),
         (
             "WorkloadPriorityClass",
