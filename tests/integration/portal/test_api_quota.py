@@ -181,3 +181,14 @@ def test_justification_is_required(world, api, bad):
     response = _request(api, world["lead_a"], justification=bad)
     assert response.status_code == 400
     assert "justification" in response.json()
+
+
+def test_preview_manifests_validate_against_the_served_schemas(world, api):
+    from tests.schema import validate_manifest
+
+    request_id = _request(api, world["lead_a"], borrowing_limit_gpus=8).json()["id"]
+    manifests = api(world["staff"]).get(
+        f"/api/v1/quota-requests/{request_id}/preview/").json()["manifests"]
+    assert len(manifests) >= 5
+    for manifest in manifests:
+        validate_manifest(manifest)
