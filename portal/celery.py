@@ -34,6 +34,8 @@ for _option in ("data_folder_in", "data_folder_out", "processed_folder"):
     _folder = (app.conf.broker_transport_options or {}).get(_option)
     if _folder:
         os.makedirs(_folder, exist_ok=True)
+if str(app.conf.result_backend or "").startswith("file://"):
+    os.makedirs(str(app.conf.result_backend)[len("file://"):], exist_ok=True)
 
 #: Keyword arguments for ``@shared_task`` on tasks that talk to a service that may
 #: be briefly away: retry up to 8 times, 2, 4, 8... seconds apart (capped at 300 s),

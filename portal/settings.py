@@ -13,10 +13,10 @@ import environ
 import plotly
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-VAR_DIR = BASE_DIR / "var"
-
 env = environ.Env()
 env.read_env(BASE_DIR / ".env", overwrite=False)
+#: Local state of the embedded default: SQLite file, filesystem broker, beat schedule.
+VAR_DIR = Path(env.str("PORTAL_VAR_DIR", default=str(BASE_DIR / "var")))
 
 DEBUG = env.bool("DEBUG", default=True)
 _DEV_SECRET_KEY = "insecure-dev-key-only-for-local-demo-never-in-production"  # noqa: S105
