@@ -283,24 +283,28 @@ class Emulator:
     # ------------------------------------------------------------------ /_emulator
 
     def _control(self, method: str, path: str, body: bytes) -> Response:
+        """/_emulator/: POST/GET/DELETE faults, POST reset, GET/DELETE counters.
+
+        Bodies carry a ``kind`` so the DynamicClient's ``request()`` can read them.
+        """
         try:
             if path == "/_emulator/faults" and method == "POST":
                 data = json.loads(body or b"{}")
                 fault = self.faults.add_fault(Fault.from_dict(data))
-                return Response(201, fault.to_dict())
+                return Response(201, {"kind": "EmulatorFault", **fault.to_dict()})
             if path == "/_emulator/faults" and method == "GET":
-                return Response(200, {"faults": self.faults.list()})
+                return Response(200, {"kind": "EmulatorFaultList", "faults": self.faults.list()})
             if path == "/_emulator/faults" and method == "DELETE":
                 self.faults.clear()
-                return Response(200, {"cleared": True})
+                return Response(200, {"kind": "EmulatorResult", "cleared": True})
             if path == "/_emulator/reset" and method == "POST":
                 self.reset()
-                return Response(200, {"reset": True})
+                return Response(200, {"kind": "EmulatorResult", "reset": True})
             if path == "/_emulator/counters" and method == "GET":
-                return Response(200, self.counters.snapshot())
+                return Response(200, {"kind": "EmulatorCounters", **self.counters.snapshot()})
             if path == "/_emulator/counters" and method == "DELETE":
                 self.counters.reset()
-                return Response(200, {"reset": True})
+                return Response(200, {"kind": "EmulatorResult", "reset": True})
         except (ValueError, TypeError, re.error) as exc:
             return _error(bad_request(f"bad control request: {exc}"))
         return _error(_not_found_path())

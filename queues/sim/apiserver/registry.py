@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster on big CRDs
+
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update"]
 
 
@@ -108,7 +110,7 @@ def load_crds(crd_dir: str | Path) -> list[ResourceType]:
     files = sorted([*root.rglob("*.yaml"), *root.rglob("*.yml")])
     for path in files:
         with path.open() as fh:
-            docs = [d for d in yaml.safe_load_all(fh) if d]
+            docs = [d for d in yaml.load_all(fh, Loader=_LOADER) if d]
         for doc in docs:
             if doc.get("kind") != "CustomResourceDefinition":
                 continue
