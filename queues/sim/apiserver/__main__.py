@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        stop.wait()
+        while not stop.wait(0.5):  # short waits so signal handlers run promptly
+            pass
     except KeyboardInterrupt:
         pass
     finally:
