@@ -30,6 +30,8 @@ class Command(BaseCommand):
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         call_command("seed_demo")
+        # SIGTERM (e.g. from a supervisor) unwinds like Ctrl-C, so children are stopped too.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         children: list[subprocess.Popen] = []
         celery = [sys.executable, "-m", "celery", "-A", "portal"]
         try:
