@@ -1,10 +1,15 @@
 """Checks of raw input values that every service shares; each error names its field."""
 
+import re
 from typing import Any
 
 from django.core.exceptions import ValidationError
 
 from queues import quantity
+
+#: An optionally signed run of ASCII digits: ``str.isdigit`` would accept "²" or
+#: "٣", and ``lstrip("-")`` would accept "--5", which ``int()`` then refuses.
+_WHOLE = re.compile(r"-?[0-9]+")
 
 
 def whole_count(field: str, value: Any, *, allow_none: bool = False) -> int | None:
@@ -25,9 +30,9 @@ def whole_count(field: str, value: Any, *, allow_none: bool = False) -> int | No
             raise ValidationError({field: f"{value} is not a whole number of GPUs."})
         value = int(value)
     if isinstance(value, str):
-        if not value.strip().lstrip("-").isdigit():
+        if not _WHOLE.fullmatch(value.strip()):
             raise ValidationError({field: f"'{value}' is not a whole number."})
-        value = int(value)
+        value = int(value.strip())
     if not isinstance(value, int):
         raise ValidationError({field: f"{value!r} is not a whole number."})
     if value < 0:

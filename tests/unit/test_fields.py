@@ -39,3 +39,15 @@ def test_bad_quantities_name_the_field(value):
     with pytest.raises(ValidationError) as err:
         quantity_string("memory_per_gpu", value)
     assert list(err.value.message_dict) == ["memory_per_gpu"]
+
+
+@pytest.mark.parametrize("value", ["--5", "²", "٣", "8 GPUs", "-"])
+def test_whole_count_refuses_odd_strings_with_a_field_error_not_a_crash(value):
+    # "--5" and "²" passed the old isdigit() test and then crashed int(): a 500.
+    with pytest.raises(ValidationError) as err:
+        whole_count("nominal_gpus", value)
+    assert list(err.value.message_dict) == ["nominal_gpus"]
+
+
+def test_whole_count_strips_spaces():
+    assert whole_count("nominal_gpus", " 8 ") == 8
