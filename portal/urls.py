@@ -5,12 +5,24 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
+from portal.views import staff, teams
 from portal.views.dashboard import dashboard
 from portal.views.health import healthz
 
 urlpatterns = [
     path("", dashboard, name="dashboard"),
     path("healthz", healthz, name="healthz"),
+    path("teams/", teams.team_list, name="teams-page"),
+    path("teams/<slug:slug>/", teams.team_detail, name="team-page"),
+    path("teams/<slug:slug>/requests/<int:pk>/withdraw/", teams.request_withdraw,
+         name="team-request-withdraw"),
+    path("teams/<slug:slug>/members/", teams.member_add, name="team-member-add"),
+    path("teams/<slug:slug>/members/<str:username>/remove/", teams.member_remove,
+         name="team-member-remove"),
+    path("staff/requests/", staff.review_queue, name="review-queue"),
+    path("staff/requests/<int:pk>/", staff.review_detail, name="review-detail"),
+    path("staff/requests/<int:pk>/approve/", staff.review_approve, name="review-approve"),
+    path("staff/requests/<int:pk>/reject/", staff.review_reject, name="review-reject"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

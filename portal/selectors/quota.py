@@ -1,11 +1,13 @@
 """Read paths for quota: sums, the approval preview, request lists."""
 
+import yaml
 from django.db.models import QuerySet, Sum
 
 from portal import access
 from portal.models import GpuFlavor, QuotaGrant, QuotaRequest, Team
 from portal.selectors.specs import cluster_specs, desired_objects
 from queues.render import labels
+from queues.specs import SpecError
 
 
 def flavor_nominal_sum(*, flavor: GpuFlavor, replacing: tuple[int, int] | None = None) -> int:
@@ -137,3 +139,41 @@ def pending_requests() -> QuerySet[QuotaRequest]:
         .order_by("created_at", "id")
     )
 
+
+
+def pending_request_count() -> int:
+    """How many requests wait for review (one query; the staff nav badge)."""
+    return QuotaRequest.objects.filter(state=QuotaRequest.State.PENDING).count()
+
+
+def manifests_yaml(manifests: list[dict]) -> str:
+    """Manifests as one multi-document YAML text, keys in renderer order."""
+    return "---\n".join(yaml.safe_dump(obj, sort_keys=False) for obj in manifests)
+
+
+def quota_request_review(*, request_id: int) -> dict | None:
+    """The staff review page of request ``request_id``, or ``None`` if there is none.
+
+    Returns ``{quota_request, preview, manifests_yaml, preview_error}``: the preview
+    (see :func:`quota_request_preview`) only while the request is pending;
+    ``preview_error`` names why the cluster's rows could not be rendered.
+    """
+    request = (
+        QuotaRequest.objects.select_related(
+            "team", "team__cluster", "team__cohort", "flavor", "requested_by", "reviewer"
+        )
+        .filter(pk=request_id)
+        .first()
+    )
+    if request is None:
+        return None
+    preview, text, error = None, "", ""
+    if request.state == QuotaRequest.State.PENDING:
+        try:
+            preview = quota_request_preview(request=request)
+        except SpecError as exc:
+            error = str(exc)
+        else:
+            text = manifests_yaml(preview["manifests"])
+    return {"quota_request": request, "preview": preview, "manifests_yaml": text,
+            "preview_error": error}
