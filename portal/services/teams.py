@@ -14,13 +14,14 @@ from portal.services.outbox import cluster_spec_bump
 
 
 def weight_value(field: str, value) -> Decimal:
-    """A fair-sharing weight as a Decimal >= 0; errors name ``field``."""
+    """A fair-sharing weight as a Decimal > 0 (the renderers need a positive weight for
+    Kueue's ``fairSharing.weight`` and Volcano's ``weight``); errors name ``field``."""
     try:
         weight = Decimal(str(value))
     except (InvalidOperation, ValueError) as exc:
         raise ValidationError({field: f"'{value}' is not a number."}) from exc
-    if not weight.is_finite() or weight < 0:
-        raise ValidationError({field: f"{value} must be a number of 0 or more."})
+    if not weight.is_finite() or weight <= 0:
+        raise ValidationError({field: f"{value} must be a number greater than 0."})
     if weight > Decimal("99999"):
         raise ValidationError({field: f"{value} is larger than 99999."})
     return weight

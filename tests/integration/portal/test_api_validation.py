@@ -14,6 +14,7 @@ LONG = "a" * 64
     ({"slug": "team-a"}, "slug", "already exists"),
     ({"slug": "ok-team", "cohort": "nope"}, "cohort", "No cohort"),
     ({"slug": "ok-team", "weight": -1}, "weight", ""),
+    ({"slug": "ok-team", "weight": 0}, "weight", "greater than 0"),
     ({"slug": "ok-team", "cluster": "elsewhere"}, "cluster", "No cluster"),
 ])
 def test_team_create_errors(world, api, body, field, words):
