@@ -1,0 +1,1 @@
+"""queues.sim is test/demo/what-if infrastructure that product code never imports."""
