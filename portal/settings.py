@@ -166,6 +166,9 @@ CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="portal
 CELERY_BEAT_SCHEDULE = {
     # Temporary quota reverts when its end date passes.
     "expire-grants": {"task": "portal.expire_grants", "schedule": 60.0},
+    # The outbox's safety net: re-drive clusters whose applied generation lags,
+    # and a full drift check of each every RECONCILE_DRIFT_CHECK_SECONDS.
+    "resync": {"task": "portal.resync", "schedule": 30.0},
 }
 
 # --- the cluster side ---------------------------------------------------------------
@@ -176,6 +179,8 @@ if SCHEDULER_BACKEND not in ("kueue", "volcano"):
     )
 KUBECONFIG = env.str("KUBECONFIG", default="")
 KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
+#: Seconds between full reconciles of an up-to-date cluster (finds hand edits).
+RECONCILE_DRIFT_CHECK_SECONDS = env.float("RECONCILE_DRIFT_CHECK_SECONDS", default=300.0)
 PROMETHEUS_URL = env.str("PROMETHEUS_URL", default="")
 
 # --- logging ------------------------------------------------------------------------

@@ -9,7 +9,15 @@ import socket
 from celery import shared_task
 from django.db import connection
 
+from portal.celery import RETRY_POLICY
 from portal.health import database_status
+from queues.errors import TransientError
+
+#: Reconcile retries: the shared policy, plus the cluster port's retryable errors.
+RECONCILE_RETRY_POLICY = {
+    **RETRY_POLICY,
+    "autoretry_for": (TransientError, *RETRY_POLICY["autoretry_for"]),
+}
 
 
 @shared_task(name="portal.worker_health")
@@ -38,3 +46,48 @@ def expire_grants() -> int:
     from portal.services.quota import grant_expire
 
     return grant_expire()
+
+
+@shared_task(name="portal.reconcile_cluster", **RECONCILE_RETRY_POLICY)
+def reconcile_cluster_task(cluster_id: int) -> dict:
+    """Converge cluster ``cluster_id`` to the database (see :func:`cluster_reconcile`).
+
+    Returns ``{"cluster_id", "writes", "actions": {action: count}, "failed": int}``
+    (``{"cluster_id", "skipped": True}`` when nothing could be attempted).
+    Raises :class:`queues.errors.TransientError` after recording when an
+    object failed transiently, so Celery retries with backoff and jitter;
+    once retries run out, the periodic resync re-drives the cluster.
+    Idempotent: a repeated run writes nothing.
+    """
+    from portal.services.reconcile import cluster_reconcile
+
+    result = cluster_reconcile(cluster_id=cluster_id)
+    if result is None:
+        return {"cluster_id": cluster_id, "skipped": True}
+    actions: dict[str, int] = {}
+    for item in result.objects:
+        actions[item.action] = actions.get(item.action, 0) + 1
+    if result.retry_later:
+        first = next(i for i in result.failed if i.transient)
+        raise TransientError(
+            f"{len(result.failed)} object(s) failed, first: {first.error}", reason="RetryLater"
+        )
+    return {"cluster_id": cluster_id, "writes": result.writes, "actions": actions,
+            "failed": len(result.failed)}
+
+
+@shared_task(name="portal.resync")
+def resync() -> list[int]:
+    """Enqueue a reconcile of every cluster that lags or is due a drift check (periodic).
+
+    Lagging: ``applied_generation < spec_generation``. Due: not reconciled for
+    ``settings.RECONCILE_DRIFT_CHECK_SECONDS``. Returns the cluster ids enqueued.
+    """
+    from django.conf import settings
+
+    from portal.services.reconcile import clusters_to_resync
+
+    ids = clusters_to_resync(drift_check_seconds=settings.RECONCILE_DRIFT_CHECK_SECONDS)
+    for cluster_id in ids:
+        reconcile_cluster_task.delay(cluster_id)
+    return ids

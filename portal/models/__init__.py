@@ -3,6 +3,7 @@
 from portal.models.audit import AuditEvent
 from portal.models.clusters import Cluster, GpuFlavor, PriorityClass
 from portal.models.quota import QuotaGrant, QuotaRequest
+from portal.models.reconcile import ManagedObject
 from portal.models.teams import Cohort, Membership, Team
 
 __all__ = [
@@ -10,6 +11,7 @@ __all__ = [
     "Cluster",
     "Cohort",
     "GpuFlavor",
+    "ManagedObject",
     "Membership",
     "PriorityClass",
     "QuotaGrant",

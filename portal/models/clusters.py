@@ -23,6 +23,11 @@ class Cluster(models.Model):
     spec_generation = models.PositiveBigIntegerField(
         default=1, help_text="bumped by every change of intent for this cluster (outbox)"
     )
+    applied_generation = models.PositiveBigIntegerField(
+        default=0, help_text="spec_generation the reconciler last converged (outbox)"
+    )
+    last_reconciled_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -240,9 +240,11 @@ def grant_expire(*, now: datetime | None = None) -> int:
 
 
 def _enqueue_reconcile(cluster_id: int) -> None:
-    """After commit, ask a worker to reconcile the cluster (no-op until reconcile exists)."""
-    from portal import tasks
+    """After commit, ask a worker to reconcile the cluster.
 
-    reconcile = getattr(tasks, "reconcile_cluster_task", None)
-    if reconcile is not None:
-        transaction.on_commit(lambda: reconcile.delay(cluster_id))
+    The bumped ``spec_generation`` is the real record of the change: if this
+    message is lost, the periodic ``portal.resync`` re-drives the cluster.
+    """
+    from portal.tasks import reconcile_cluster_task
+
+    transaction.on_commit(lambda: reconcile_cluster_task.delay(cluster_id))

@@ -102,3 +102,24 @@ def membership_remove(*, actor, team: Team, username: str) -> None:
     audit_record(actor=actor, action="membership.removed", target=membership, team=team,
                  before={"username": username, "role": membership.role}, after=None)
     membership.delete()
+
+
+@transaction.atomic
+def team_delete(*, actor, team: Team) -> None:
+    """Staff remove a team: its grants, requests and memberships go with it.
+
+    The cluster's spec generation is bumped and a reconcile enqueued on
+    commit: the reconciler prunes the team's ClusterQueue, LocalQueue and
+    ResourceQuota, and keeps its Namespace (and anything not ours in it).
+    Raises :class:`PermissionDenied` for non-staff.
+    """
+    if not access.is_staff(actor):
+        raise PermissionDenied("Only platform staff can remove teams.")
+    cluster_id = team.cluster_id
+    audit_record(actor=actor, action="team.deleted", target=team, team=None,
+                 before={"slug": team.slug, "cluster_id": cluster_id})
+    team.delete()
+    cluster_spec_bump(cluster_id=cluster_id)
+    from portal.tasks import reconcile_cluster_task
+
+    transaction.on_commit(lambda: reconcile_cluster_task.delay(cluster_id))

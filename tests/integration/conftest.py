@@ -26,7 +26,46 @@ def _real_services() -> None:
 
 
 @pytest.fixture(scope="session")
-def celery_worker_process(django_db_setup, django_db_blocker):
+def kubeconfig_path(tmp_path_factory):
+    """Where the session's kubeconfig lives (written by ``kube_emulator`` when used).
+
+    The worker gets it as ``KUBECONFIG`` from the start, so it reaches the
+    emulator whichever test starts the worker first.
+    """
+    return tmp_path_factory.mktemp("kube") / "config"
+
+
+@pytest.fixture(scope="session")
+def _kube_emulator_server(kubeconfig_path):
+    from queues.sim.apiserver import EmulatorServer, default_crd_dir
+
+    crd_dir = default_crd_dir()
+    if not crd_dir.is_dir():
+        unavailable(f"CRD folder {crd_dir} not found (expected at <repo>/../shared/crds)")
+    with EmulatorServer(crd_dir=crd_dir) as server:
+        server.write_kubeconfig(kubeconfig_path)
+        yield server
+
+
+@pytest.fixture
+def kube_emulator(_kube_emulator_server, kubeconfig_path, settings):
+    """The Kubernetes API emulator over loopback HTTP, emptied, faults cleared, counters zero.
+
+    ``settings.KUBECONFIG`` points at it for the test process; the worker
+    started by ``celery_worker_process`` has the same path in its environment.
+    """
+    server = _kube_emulator_server
+    server.reset()
+    server.faults.clear()
+    server.counters.reset()
+    settings.KUBECONFIG = str(kubeconfig_path)
+    settings.KUBE_CONTEXT = ""
+    yield server
+    server.faults.clear()
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(django_db_setup, django_db_blocker, kubeconfig_path):
     """A real ``celery worker`` process consuming a private queue from Redis.
 
     It runs against the test database that pytest-django created, so tasks see
@@ -43,6 +82,8 @@ def celery_worker_process(django_db_setup, django_db_blocker):
         f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     )
     env["CELERY_TASK_DEFAULT_QUEUE"] = queue
+    env["KUBECONFIG"] = str(kubeconfig_path)
+    env.pop("KUBE_CONTEXT", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo",
          "--loglevel=INFO", "-Q", queue, "--without-gossip", "--without-mingle",

@@ -1,0 +1,142 @@
+"""Make a cluster match the database: render, reconcile, record (the outbox's consumer).
+
+:func:`cluster_reconcile` is what ``portal.reconcile_cluster`` runs. It reads
+the cluster's ``spec_generation`` first, renders the desired objects from the
+database, lets :func:`queues.reconcile.reconcile` converge the cluster, then
+records every object's outcome in one transaction. ``applied_generation``
+advances to the generation read at the start only when no object failed
+transiently, so a lost task, a dead worker or an API outage leaves the
+cluster lagging and the periodic resync re-drives it.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from portal.models import Cluster, ManagedObject, Team
+from portal.selectors.specs import cluster_specs, desired_objects
+from portal.services.audit import audit_record
+from queues.errors import ClusterError
+from queues.reconcile import FAILED, PRUNED, ReconcileResult, reconcile
+from queues.specs import SpecError
+
+log = logging.getLogger(__name__)
+
+_MAX_ERROR = 4000
+
+
+def cluster_port(*, cluster: Cluster):
+    """The :class:`queues.cluster.KubernetesCluster` for ``cluster``.
+
+    Kubeconfig from ``settings.KUBECONFIG`` (empty: in-cluster configuration);
+    context ``cluster.kube_context``, else ``settings.KUBE_CONTEXT``, else the
+    kubeconfig's current one. Raises :class:`queues.errors.PermanentError` for
+    an unusable configuration.
+    """
+    from queues.cluster import KubernetesCluster
+
+    return KubernetesCluster(
+        kubeconfig=settings.KUBECONFIG or None,
+        context=cluster.kube_context or settings.KUBE_CONTEXT or None,
+    )
+
+
+def cluster_reconcile(*, cluster_id: int, port=None) -> ReconcileResult | None:
+    """Converge cluster ``cluster_id`` to the database and record what happened.
+
+    ``port``: a cluster port to use instead of :func:`cluster_port` (the
+    benchmark and the demo pass one they already hold). Returns the
+    :class:`queues.reconcile.ReconcileResult`, or ``None`` when nothing could
+    be attempted (cluster gone; specs that cannot render or an unusable
+    kubeconfig: recorded in ``Cluster.last_error``). Never raises a cluster
+    error; the caller checks ``result.retry_later``.
+    """
+    cluster = Cluster.objects.filter(pk=cluster_id).first()
+    if cluster is None:
+        return None
+    generation = cluster.spec_generation
+    try:
+        desired = desired_objects(cluster_specs(cluster=cluster))
+        port = port or cluster_port(cluster=cluster)
+    except (SpecError, ClusterError) as exc:
+        log.warning("reconcile of cluster %s not attempted: %s", cluster.name, exc)
+        Cluster.objects.filter(pk=cluster_id).update(last_error=str(exc)[:_MAX_ERROR],
+                                                     last_reconciled_at=timezone.now())
+        return None
+    rows = {row.key: row for row in ManagedObject.objects.filter(cluster_id=cluster_id)}
+    last_applied = {key: row.applied_hash for key, row in rows.items() if row.applied_hash}
+    result = reconcile(port, desired, last_applied)
+    _record(cluster_id=cluster_id, generation=generation, result=result)
+    return result
+
+
+@transaction.atomic
+def _record(*, cluster_id: int, generation: int, result: ReconcileResult) -> None:
+    cluster = Cluster.objects.select_for_update().get(pk=cluster_id)
+    now = timezone.now()
+    teams = dict(Team.objects.filter(cluster_id=cluster_id).values_list("slug", "pk"))
+    rows = {row.key: row for row in ManagedObject.objects.filter(cluster_id=cluster_id)}
+    seen = set()
+    for item in result.objects:
+        if item.key[3] == "*":  # a failed list during prune: no object to record it on
+            continue
+        seen.add(item.key)
+        row = rows.get(item.key)
+        if item.action == PRUNED:
+            if row is not None:
+                row.delete()
+            continue
+        if row is None:
+            api_version, kind, namespace, name = item.key
+            row = ManagedObject(cluster_id=cluster_id, api_version=api_version, kind=kind,
+                                namespace=namespace, name=name)
+        row.team_id = teams.get(item.team) if item.team else None
+        if item.desired is not None:
+            row.desired = item.desired
+        row.observed_state = item.observed
+        if item.applied:
+            row.applied_hash = item.hash
+            row.applied_generation = generation
+            row.last_error = ""
+        elif item.action == FAILED:
+            row.last_error = item.error[:_MAX_ERROR]
+        if item.drift:
+            row.drift_count += 1
+            row.last_drift_at = now
+        row.save()
+        if item.drift:
+            audit_record(actor=None, action="managed_object.drift_corrected", target=row,
+                         team=row.team, before=None,
+                         after={"kind": row.kind, "namespace": row.namespace, "name": row.name})
+    # Rows of objects neither desired nor found on the cluster any more.
+    ManagedObject.objects.filter(pk__in=[r.pk for k, r in rows.items() if k not in seen]).delete()
+    failures = [f"{i.key[1]} {i.key[2] + '/' if i.key[2] else ''}{i.key[3]}: {i.error}"
+                for i in result.failed]
+    cluster.last_error = "\n".join(failures)[:_MAX_ERROR]
+    cluster.last_reconciled_at = now
+    if not result.retry_later and generation > cluster.applied_generation:
+        cluster.applied_generation = generation
+    cluster.save(update_fields=["last_error", "last_reconciled_at", "applied_generation"])
+
+
+def clusters_to_resync(*, drift_check_seconds: float) -> list[int]:
+    """Ids of clusters to reconcile now.
+
+    Those whose ``applied_generation`` lags ``spec_generation`` (intent not
+    yet converged), plus those not reconciled for ``drift_check_seconds``
+    (a full pass that finds hand edits and controller-reported state).
+    """
+    stale = timezone.now() - timedelta(seconds=drift_check_seconds)
+    return list(
+        Cluster.objects.filter(
+            Q(applied_generation__lt=F("spec_generation"))
+            | Q(last_reconciled_at__isnull=True)
+            | Q(last_reconciled_at__lt=stale)
+        ).order_by("pk").values_list("pk", flat=True)
+    )

@@ -1,0 +1,261 @@
+"""The one port to a Kubernetes cluster: the only module that imports ``kubernetes``.
+
+:class:`KubernetesCluster` wraps the official client's ``DynamicClient`` and
+speaks plain dicts. Callers never see a ``kubernetes`` type: every failure is
+one of
+
+* :class:`TransientError` - worth retrying later: 409 Conflict, 429 Too Many
+  Requests, any 5xx, request timeouts, refused or dropped connections;
+* :class:`PermanentError` - retrying the same request cannot help: 400, 401,
+  403, 404 where the object was expected, 405, 410, 422 Invalid (``message``
+  is the API server's own message, e.g. the schema violation).
+
+Objects are manifest dicts (``apiVersion``, ``kind``, ``metadata``, ...);
+``namespace=None`` means cluster-scoped (or, for :meth:`KubernetesCluster.list`
+of a namespaced kind, every namespace).
+
+Writes use server-side apply with one field manager (:data:`FIELD_MANAGER`)
+and ``force=True``: the portal owns the fields it sets, and takes them back
+from whoever changed them by hand (drift). Fields set only by others are left
+alone by apply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import urllib3
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import ResourceNotFoundError, ResourceNotUniqueError
+
+from queues.errors import ClusterError, PermanentError, TransientError
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "FIELD_MANAGER",
+    "ClusterError",
+    "KubernetesCluster",
+    "PermanentError",
+    "TransientError",
+]
+
+#: The one server-side apply field manager of the portal.
+FIELD_MANAGER = "gpu-quota-portal"
+
+#: (connect, read) timeout in seconds of every request.
+DEFAULT_TIMEOUT = (5.0, 30.0)
+
+_TRANSIENT_STATUS = {409, 429}
+
+T = TypeVar("T")
+
+
+def _from_api_exception(exc: ApiException, what: str) -> ClusterError:
+    status = exc.status
+    reason, message = "", ""
+    body = getattr(exc, "body", None)
+    if body:
+        try:
+            parsed = json.loads(body)
+        except (TypeError, ValueError):
+            message = str(body)[:500]
+        else:
+            if isinstance(parsed, dict):
+                reason = str(parsed.get("reason") or "")
+                message = str(parsed.get("message") or "")
+    reason = reason or str(exc.reason or "")
+    message = message or f"{status} {exc.reason}"
+    text = f"{what}: {message}"
+    if status is None or status in _TRANSIENT_STATUS or status >= 500:
+        return TransientError(text, status=status, reason=reason)
+    return PermanentError(text, status=status, reason=reason)
+
+
+class KubernetesCluster:
+    """A cluster reached through a kubeconfig context or the in-cluster service account.
+
+    ``KubernetesCluster(kubeconfig="/path", context="prod")``; ``kubeconfig=None``
+    uses in-cluster configuration (``KUBERNETES_SERVICE_HOST`` and the mounted
+    token); ``context=None`` (or ``""``) the kubeconfig's current context.
+    ``timeout`` is the (connect, read) timeout in seconds of each request.
+    Construction reads the configuration only; API discovery happens on first
+    use. Raises :class:`PermanentError` for an unusable configuration.
+    Thread-safe for use from one process.
+    """
+
+    def __init__(
+        self,
+        *,
+        kubeconfig: str | Path | None = None,
+        context: str | None = None,
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+    ) -> None:
+        configuration = k8s_client.Configuration()
+        try:
+            if kubeconfig:
+                k8s_config.load_kube_config(
+                    config_file=str(kubeconfig),
+                    context=context or None,
+                    client_configuration=configuration,
+                )
+            else:
+                k8s_config.load_incluster_config(client_configuration=configuration)
+        except (ConfigException, OSError, TypeError, ValueError) as exc:
+            raise PermanentError(f"kubernetes configuration: {exc}", reason="Config") from None
+        # No hidden retries below us: the caller (Celery) retries with backoff.
+        configuration.retries = False
+        self._api_client = k8s_client.ApiClient(configuration)
+        self._timeout = timeout
+        self._dynamic: DynamicClient | None = None
+        self._lock = threading.Lock()
+        self.host = configuration.host
+
+    # -- plumbing
+
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except ApiException as exc:
+            raise _from_api_exception(exc, what) from None
+        except (ResourceNotFoundError, ResourceNotUniqueError) as exc:
+            raise PermanentError(f"{what}: {exc}", status=404, reason="UnknownKind") from None
+        except urllib3.exceptions.HTTPError as exc:
+            raise TransientError(f"{what}: {exc.__class__.__name__}: {exc}",
+                                 reason=exc.__class__.__name__) from None
+        except (ConnectionError, TimeoutError, OSError) as exc:
+            raise TransientError(f"{what}: {exc.__class__.__name__}: {exc}",
+                                 reason=exc.__class__.__name__) from None
+
+    def _client(self) -> DynamicClient:
+        with self._lock:
+            if self._dynamic is None:
+                # A private discovery cache per process and server (the client's
+                # default file is shared by every process talking to the host).
+                digest = hashlib.sha256(str(self.host).encode()).hexdigest()[:16]
+                name = f"gpu-quota-portal-{digest}-{os.getpid()}.json"
+                cache = Path(tempfile.gettempdir()) / name
+                self._dynamic = self._call(
+                    "discovery", lambda: DynamicClient(self._api_client, cache_file=str(cache))
+                )
+            return self._dynamic
+
+    def _resource(self, api_version: str, kind: str) -> Any:
+        dyn = self._client()
+        return self._call(
+            f"discovery of {api_version} {kind}",
+            lambda: dyn.resources.get(api_version=api_version, kind=kind),
+        )
+
+    @staticmethod
+    def _describe(api_version: str, kind: str, name: str | None, namespace: str | None) -> str:
+        where = f"{namespace}/" if namespace else ""
+        return f"{kind}.{api_version} {where}{name or '*'}"
+
+    # -- the port
+
+    def apply(self, obj: dict) -> dict:
+        """Server-side apply ``obj`` (field manager ``gpu-quota-portal``, ``force=True``).
+
+        ``obj`` is a complete manifest with ``apiVersion``, ``kind`` and
+        ``metadata.name`` (and ``metadata.namespace`` for namespaced kinds).
+        Returns the object as stored after the apply (dict, with
+        ``metadata.resourceVersion``/``generation`` and any ``status``).
+        Raises :class:`PermanentError` (422 with the API's message when the
+        object is invalid) or :class:`TransientError`.
+        """
+        api_version, kind = obj["apiVersion"], obj["kind"]
+        meta = obj.get("metadata") or {}
+        name, namespace = meta["name"], meta.get("namespace")
+        resource = self._resource(api_version, kind)
+        dyn = self._client()
+        result = self._call(
+            f"apply {self._describe(api_version, kind, name, namespace)}",
+            lambda: dyn.server_side_apply(
+                resource, body=obj, name=name, namespace=namespace,
+                field_manager=FIELD_MANAGER, force_conflicts=True,
+                _request_timeout=self._timeout,
+            ),
+        )
+        return result.to_dict()
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None
+            ) -> dict | None:
+        """The live object as a dict, or ``None`` if it does not exist (404).
+
+        Raises :class:`TransientError`, or :class:`PermanentError` (e.g. 403,
+        or a kind the server does not serve).
+        """
+        resource = self._resource(api_version, kind)
+        what = f"get {self._describe(api_version, kind, name, namespace)}"
+        try:
+            return self._call(
+                what,
+                lambda: resource.get(name=name, namespace=namespace,
+                                     _request_timeout=self._timeout),
+            ).to_dict()
+        except PermanentError as exc:
+            if exc.status == 404 and exc.reason != "UnknownKind":
+                return None
+            raise
+
+    def list(self, api_version: str, kind: str, label_selector: str = "",
+             namespace: str | None = None) -> list[dict]:
+        """Objects of ``kind`` matching ``label_selector`` (``"k=v,k2=v2"``), as dicts.
+
+        ``namespace=None`` lists every namespace for a namespaced kind. Each
+        item carries ``apiVersion`` and ``kind``. Raises :class:`TransientError`
+        or :class:`PermanentError`.
+        """
+        resource = self._resource(api_version, kind)
+        listing = self._call(
+            f"list {self._describe(api_version, kind, None, namespace)} [{label_selector}]",
+            lambda: resource.get(namespace=namespace, label_selector=label_selector or None,
+                                 _request_timeout=self._timeout),
+        ).to_dict()
+        items = []
+        for item in listing.get("items") or []:
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+            items.append(item)
+        return items
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
+               *, missing_ok: bool = True) -> bool:
+        """Delete one object; ``True`` if deleted, ``False`` if it was already gone.
+
+        With ``missing_ok=False`` a missing object raises :class:`PermanentError`
+        (404). Other failures raise :class:`TransientError` or :class:`PermanentError`.
+        """
+        resource = self._resource(api_version, kind)
+        what = f"delete {self._describe(api_version, kind, name, namespace)}"
+        dyn = self._client()
+        try:
+            self._call(what, lambda: dyn.delete(resource, name=name, namespace=namespace,
+                                                _request_timeout=self._timeout))
+        except PermanentError as exc:
+            if exc.status == 404 and exc.reason != "UnknownKind" and missing_ok:
+                return False
+            raise
+        return True
+
+    def status(self, api_version: str, kind: str, name: str, namespace: str | None = None
+               ) -> dict | None:
+        """The object's ``status`` dict (``{}`` when it has none), ``None`` if it does not exist.
+
+        Raises :class:`TransientError` or :class:`PermanentError`.
+        """
+        live = self.get(api_version, kind, name, namespace)
+        if live is None:
+            return None
+        return live.get("status") or {}

@@ -1,0 +1,325 @@
+"""Desired set vs observed cluster -> the fewest writes, then a labelled prune.
+
+Level-triggered and idempotent (no Django here): :func:`reconcile` looks at
+what is on the cluster now, whatever happened before, and converges it. Run
+it twice and the second run writes nothing.
+
+For each desired object, in the given (dependency) order:
+
+1. ``get`` the live object;
+2. write (server-side apply) only when the desired content differs from what
+   was last applied (its :func:`content_hash` changed) **or** from what is
+   observed: every field we set must be present in the live object with the
+   same value (:func:`is_subset`). Fields the server or controllers add
+   (defaults, ``status``, ``managedFields``, extra labels) never cause a
+   write. A field of ours changed by hand while our content did not change
+   is *drift*: it is corrected and reported (``drift=True``);
+3. read the observed state (a ClusterQueue's ``Active`` condition).
+
+Then prune: for each managed kind, list the objects carrying our managed-by
+label and delete those not desired (dependents first). Objects without the
+label are never listed, so never touched. Namespaces are *retained*, not
+deleted: deleting a Namespace deletes everything in it, including objects
+that are not ours (a team's Secrets, PVCs, ConfigMaps).
+
+Errors: a :class:`~queues.errors.TransientError` on an object is recorded
+on it and makes the run ``retry_later``; a
+:class:`~queues.errors.PermanentError` (e.g. 422 Invalid) is recorded on
+that object with the API's message; neither stops the other objects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from queues.errors import ClusterError, TransientError
+from queues.render.labels import TEAM_LABEL, managed_selector
+
+__all__ = [
+    "KUEUE_KINDS",
+    "RETAINED_KINDS",
+    "ClusterPort",
+    "Key",
+    "ObjectResult",
+    "ReconcileResult",
+    "content_hash",
+    "is_subset",
+    "key_of",
+    "observe",
+    "reconcile",
+]
+
+#: (apiVersion, kind, namespace or "", name) of an object.
+Key = tuple[str, str, str, str]
+
+#: Kinds the Kueue backend manages, in apply order (prune runs in reverse).
+KUEUE_KINDS: tuple[tuple[str, str], ...] = (
+    ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
+    ("kueue.x-k8s.io/v1beta2", "Cohort"),
+    ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("v1", "Namespace"),
+    ("v1", "ResourceQuota"),
+    ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
+    ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
+)
+
+#: Kinds that are never pruned (reported as ``retained``): deleting them
+#: would delete objects that are not ours.
+RETAINED_KINDS = frozenset({("v1", "Namespace")})
+
+CREATED, UPDATED, UNCHANGED, PRUNED, RETAINED, FAILED = (
+    "created", "updated", "unchanged", "pruned", "retained", "failed",
+)
+
+
+class ClusterPort(Protocol):
+    """What :func:`reconcile` needs from a cluster (:class:`queues.cluster.KubernetesCluster`)."""
+
+    def apply(self, obj: dict) -> dict: ...
+
+    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None
+            ) -> dict | None: ...
+
+    def list(self, api_version: str, kind: str, label_selector: str = "",
+             namespace: str | None = None) -> list[dict]: ...
+
+    def delete(self, api_version: str, kind: str, name: str, namespace: str | None = None,
+               *, missing_ok: bool = True) -> bool: ...
+
+
+@dataclass
+class ObjectResult:
+    """What happened to one object.
+
+    * ``key``: (apiVersion, kind, namespace or "", name);
+    * ``action``: created / updated / unchanged / pruned / retained / failed;
+    * ``hash``: :func:`content_hash` of the desired object (``""`` when pruned);
+    * ``applied``: the desired content is known to be on the cluster
+      (written now or found in sync);
+    * ``observed``: ``{"state": "applied" | "not-active" | "pending" | "failed"
+      | "pruned", "reason": str, "message": str, "resourceVersion": str,
+      "generation": int | None}``;
+    * ``error``: the API's message when ``action == "failed"``; ``transient``
+      tells a retryable failure from a permanent one;
+    * ``drift``: a field we own was changed on the cluster and was restored;
+    * ``desired``: the desired manifest (``None`` for pruned objects);
+    * ``team``: the object's team label, if any.
+    """
+
+    key: Key
+    action: str
+    hash: str = ""
+    applied: bool = False
+    observed: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+    transient: bool = False
+    drift: bool = False
+    desired: dict | None = None
+    team: str | None = None
+
+
+@dataclass
+class ReconcileResult:
+    """Per-object results in apply order, then prune results.
+
+    ``retry_later`` is true when any object failed transiently (the run must
+    be repeated); ``writes`` counts apply and delete requests sent.
+    """
+
+    objects: list[ObjectResult] = field(default_factory=list)
+    writes: int = 0
+
+    @property
+    def retry_later(self) -> bool:
+        """True if any object failed with a :class:`TransientError`."""
+        return any(r.action == FAILED and r.transient for r in self.objects)
+
+    @property
+    def failed(self) -> list[ObjectResult]:
+        """Objects whose action is ``failed``."""
+        return [r for r in self.objects if r.action == FAILED]
+
+    @property
+    def drifted(self) -> list[ObjectResult]:
+        """Objects whose drift was corrected."""
+        return [r for r in self.objects if r.drift]
+
+    def by_key(self) -> dict[Key, ObjectResult]:
+        """Results keyed by object key."""
+        return {r.key: r for r in self.objects}
+
+
+def key_of(obj: Mapping[str, Any]) -> Key:
+    """The :data:`Key` of a manifest or live object."""
+    meta = obj.get("metadata") or {}
+    return (obj["apiVersion"], obj["kind"], meta.get("namespace") or "", meta["name"])
+
+
+def content_hash(obj: Mapping[str, Any]) -> str:
+    """SHA-256 hex digest of ``obj`` as canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def is_subset(desired: Any, live: Any) -> bool:
+    """True if every field set in ``desired`` has the same value in ``live``.
+
+    Mappings: each key of ``desired`` must be in ``live`` with a matching value
+    (extra keys in ``live`` are ignored: server defaults, status, other
+    managers' labels). Lists: same length, items matched in order (our lists
+    are ours entirely). Scalars: equal, where a number and its decimal string
+    are equal (``8`` vs ``"8"``: an int-or-string quantity read back).
+    """
+    if isinstance(desired, Mapping):
+        if not isinstance(live, Mapping):
+            return False
+        return all(k in live and is_subset(v, live[k]) for k, v in desired.items())
+    if isinstance(desired, list | tuple):
+        if not isinstance(live, list | tuple) or len(desired) != len(live):
+            return False
+        return all(is_subset(d, v) for d, v in zip(desired, live, strict=True))
+    if desired == live:
+        return True
+    if isinstance(desired, bool) or isinstance(live, bool):
+        return False
+    if isinstance(desired, int | str) and isinstance(live, int | str):
+        return str(desired) == str(live)
+    return False
+
+
+def observe(live: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The observed state of a live object (see :class:`ObjectResult` ``observed``).
+
+    ClusterQueues report their ``Active`` condition: ``applied`` when
+    ``status == "True"``, ``not-active`` with its reason and message when
+    ``"False"``, ``pending`` while the controller has not reported it.
+    Other kinds are ``applied`` once they exist.
+    """
+    if live is None:
+        return {"state": "pending", "reason": "NotFound", "message": ""}
+    meta = live.get("metadata") or {}
+    result: dict[str, Any] = {
+        "state": "applied", "reason": "", "message": "",
+        "resourceVersion": meta.get("resourceVersion") or "",
+        "generation": meta.get("generation"),
+    }
+    if live.get("kind") == "ClusterQueue":
+        conditions = (live.get("status") or {}).get("conditions") or []
+        active = next((c for c in conditions if c.get("type") == "Active"), None)
+        if active is None:
+            result.update(state="pending", reason="NoActiveCondition",
+                          message="the Kueue controller has not reported the queue yet")
+        else:
+            result.update(
+                state="applied" if active.get("status") == "True" else "not-active",
+                reason=active.get("reason") or "", message=active.get("message") or "",
+            )
+    return result
+
+
+def _team(obj: Mapping[str, Any]) -> str | None:
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(TEAM_LABEL)
+
+
+def _failure(key: Key, exc: ClusterError, **kwargs: Any) -> ObjectResult:
+    return ObjectResult(
+        key=key, action=FAILED, error=exc.message, transient=isinstance(exc, TransientError),
+        observed={"state": "failed", "reason": exc.reason, "message": exc.message}, **kwargs,
+    )
+
+
+def _sync_one(port: ClusterPort, desired: dict, last_hash: str | None,
+              result: ReconcileResult) -> ObjectResult:
+    key = key_of(desired)
+    api_version, kind, namespace, name = key
+    digest = content_hash(desired)
+    common = {"hash": digest, "desired": desired, "team": _team(desired)}
+    try:
+        live = port.get(api_version, kind, name, namespace or None)
+    except ClusterError as exc:
+        return _failure(key, exc, **common)
+    in_sync = live is not None and is_subset(desired, live)
+    if in_sync and last_hash == digest:
+        return ObjectResult(key=key, action=UNCHANGED, applied=True, observed=observe(live),
+                            **common)
+    drift = live is not None and not in_sync and last_hash == digest
+    try:
+        result.writes += 1
+        stored = port.apply(desired)
+    except ClusterError as exc:
+        return _failure(key, exc, drift=drift, **common)
+    return ObjectResult(key=key, action=CREATED if live is None else UPDATED, applied=True,
+                        observed=observe(stored), drift=drift, **common)
+
+
+def _prune(port: ClusterPort, kinds: Sequence[tuple[str, str]], wanted: set[Key],
+           result: ReconcileResult) -> None:
+    for api_version, kind in reversed(kinds):
+        try:
+            items = port.list(api_version, kind, managed_selector())
+        except ClusterError as exc:
+            result.objects.append(_failure((api_version, kind, "", "*"), exc))
+            continue
+        for item in sorted(items, key=key_of):
+            key = key_of({**item, "apiVersion": api_version, "kind": kind})
+            if key in wanted:
+                continue
+            if (api_version, kind) in RETAINED_KINDS:
+                result.objects.append(ObjectResult(
+                    key=key, action=RETAINED, team=_team(item),
+                    observed={"state": "retained", "reason": "NotDesired",
+                              "message": "no longer desired; kept (deleting it would delete "
+                                         "everything in it)"},
+                ))
+                continue
+            try:
+                result.writes += 1
+                port.delete(api_version, kind, key[3], key[2] or None)
+            except ClusterError as exc:
+                result.objects.append(_failure(key, exc, team=_team(item)))
+                continue
+            result.objects.append(ObjectResult(
+                key=key, action=PRUNED, team=_team(item),
+                observed={"state": "pruned", "reason": "", "message": ""},
+            ))
+
+
+def reconcile(
+    port: ClusterPort,
+    desired: Iterable[dict],
+    last_applied: Mapping[Key, str] | None = None,
+    *,
+    kinds: Sequence[tuple[str, str]] = KUEUE_KINDS,
+    prune: bool = True,
+) -> ReconcileResult:
+    """Converge the cluster behind ``port`` to ``desired``; see the module doc.
+
+    * ``desired``: manifests in apply order (dependencies first), each with
+      our managed-by label (only labelled objects are found again by prune);
+    * ``last_applied``: :data:`Key` -> :func:`content_hash` of what was last
+      applied successfully (empty on the first run: everything is applied
+      once, which also takes ownership of our fields);
+    * ``kinds``: the (apiVersion, kind) pairs to prune, in apply order;
+    * ``prune``: set ``False`` to skip the prune phase.
+
+    Returns a :class:`ReconcileResult`. Never raises a cluster error: failures
+    are recorded per object (a failed list during prune is recorded under the
+    key ``(apiVersion, kind, "", "*")``).
+    """
+    last_applied = last_applied or {}
+    desired = list(desired)
+    wanted = {key_of(obj) for obj in desired}
+    if len(wanted) != len(desired):
+        raise ValueError("desired objects must have distinct keys")
+    result = ReconcileResult()
+    for obj in desired:
+        result.objects.append(_sync_one(port, obj, last_applied.get(key_of(obj)), result))
+    if prune:
+        _prune(port, kinds, wanted, result)
+    return result
+
