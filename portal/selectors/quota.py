@@ -5,7 +5,7 @@ from django.db.models import QuerySet, Sum
 
 from portal import access
 from portal.models import GpuFlavor, QuotaGrant, QuotaRequest, Team
-from portal.selectors.specs import cluster_specs, desired_objects
+from portal.selectors.specs import ClusterSpecs, cluster_specs, desired_objects
 from queues.render import labels
 from queues.specs import SpecError
 
@@ -25,18 +25,18 @@ def flavor_nominal_sum(*, flavor: GpuFlavor, replacing: tuple[int, int] | None =
 
 def max_admissible_gpus(
     *, team: Team, flavor: GpuFlavor, nominal: int, borrowing_limit: int | None,
-    overrides: dict | None = None,
+    specs: ClusterSpecs,
 ) -> int:
     """The most GPUs of ``flavor`` the team's queue could ever be admitted with.
 
     ``nominal + min(borrowing_limit, what the rest of the cohort tree may lend)``;
     the rest may lend, per team, its lending limit or else its whole nominal
     (Kueue lends only nominal quota: https://kueue.sigs.k8s.io/docs/concepts/cohort/).
-    Without a cohort it is ``nominal``. ``overrides`` as in ``cluster_specs``.
+    Without a cohort it is ``nominal``. ``specs``: the cluster as it is (or would be),
+    from ``cluster_specs``, built once by the caller.
     """
     if team.cohort_id is None:
         return nominal
-    specs = cluster_specs(cluster=team.cluster, overrides=overrides)
     parents = {c.name: c.parent for c in specs.cohorts}
 
     def root(name: str) -> str:
@@ -100,10 +100,11 @@ def quota_request_preview(*, request: QuotaRequest) -> dict:
         "max_admissible_gpus_now": max_admissible_gpus(
             team=team, flavor=flavor, nominal=current["nominal_gpus"] if current else 0,
             borrowing_limit=current["borrowing_limit_gpus"] if current else None,
+            specs=cluster_specs(cluster=team.cluster),
         ),
         "max_admissible_gpus": max_admissible_gpus(
             team=team, flavor=flavor, nominal=request.nominal_gpus,
-            borrowing_limit=request.borrowing_limit_gpus, overrides=overrides,
+            borrowing_limit=request.borrowing_limit_gpus, specs=after,
         ),
         "manifests": manifests,
     }
