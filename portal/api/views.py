@@ -30,6 +30,15 @@ def _cluster(name: str | None) -> Cluster:
     return clusters[0]
 
 
+def _staff_input(request, serializer_class, what: str) -> dict:
+    """Validated input of a staff-only create endpoint: 403 for others, 400 naming fields."""
+    if not access.is_staff(request.user):
+        raise PermissionDenied(f"Only platform staff can create {what}.")
+    data = serializer_class(data=request.data)
+    data.is_valid(raise_exception=True)
+    return dict(data.validated_data)
+
+
 class FlavorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """GPU flavors: everyone signed in reads; staff create."""
 
@@ -40,11 +49,7 @@ class FlavorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     @extend_schema(request=s.FlavorCreateSerializer, responses={201: s.FlavorSerializer})
     def create(self, request):
         """Add a flavor (staff only)."""
-        if not access.is_staff(request.user):
-            raise PermissionDenied("Only platform staff can create GPU flavors.")
-        data = s.FlavorCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = dict(data.validated_data)
+        values = _staff_input(request, s.FlavorCreateSerializer, "GPU flavors")
         cluster = _cluster(values.pop("cluster"))
         flavor = catalog.flavor_create(actor=request.user, cluster=cluster, **values)
         return Response(s.FlavorSerializer(flavor).data, status=status.HTTP_201_CREATED)
@@ -59,11 +64,7 @@ class CohortViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
     @extend_schema(request=s.CohortCreateSerializer, responses={201: s.CohortSerializer})
     def create(self, request):
         """Add a cohort (staff only)."""
-        if not access.is_staff(request.user):
-            raise PermissionDenied("Only platform staff can create cohorts.")
-        data = s.CohortCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = dict(data.validated_data)
+        values = _staff_input(request, s.CohortCreateSerializer, "cohorts")
         cluster = _cluster(values.pop("cluster"))
         parent_name = values.pop("parent")
         parent = None
@@ -97,11 +98,7 @@ class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
     @extend_schema(request=s.TeamCreateSerializer, responses={201: s.TeamSerializer})
     def create(self, request):
         """Create a team (staff only)."""
-        if not access.is_staff(request.user):
-            raise PermissionDenied("Only platform staff can create teams.")
-        data = s.TeamCreateSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = dict(data.validated_data)
+        values = _staff_input(request, s.TeamCreateSerializer, "teams")
         cluster = _cluster(values.pop("cluster"))
         cohort_name = values.pop("cohort")
         cohort = None
