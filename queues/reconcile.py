@@ -51,6 +51,7 @@ __all__ = [
     "key_of",
     "observe",
     "reconcile",
+    "strip_server_fields",
 ]
 
 #: (apiVersion, kind, namespace or "", name) of an object.
@@ -108,7 +109,11 @@ class ObjectResult:
       tells a retryable failure from a permanent one;
     * ``drift``: a field we own was changed on the cluster and was restored;
     * ``desired``: the desired manifest (``None`` for pruned objects);
-    * ``team``: the object's team label, if any.
+    * ``team``: the object's team label, if any;
+    * ``live``: the object as last read from the cluster (after our write,
+      if any), through :func:`strip_server_fields`; ``None`` when it does not
+      exist; ``live_known`` is false when it could not be read (then
+      ``live`` says nothing).
     """
 
     key: Key
@@ -121,6 +126,8 @@ class ObjectResult:
     drift: bool = False
     desired: dict | None = None
     team: str | None = None
+    live: dict | None = None
+    live_known: bool = False
 
 
 @dataclass
@@ -222,6 +229,26 @@ def observe(live: Mapping[str, Any] | None) -> dict[str, Any]:
     return result
 
 
+#: ``metadata`` fields the API server sets on every object: bookkeeping, not content.
+SERVER_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp",
+                   "generation", "selfLink")
+
+
+def strip_server_fields(obj: Mapping[str, Any] | None) -> dict | None:
+    """A copy of a live object without the API server's bookkeeping (:data:`SERVER_METADATA`).
+
+    What remains is the content (``spec``, labels, annotations, server
+    defaults) and the controllers' ``status``: what a person compares with
+    the desired manifest. Keys whose value is ``None`` (the client's
+    ``to_dict`` fills unset fields with them) are dropped. ``None`` -> ``None``.
+    """
+    if obj is None:
+        return None
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items()
+            if k not in SERVER_METADATA and v is not None}
+    return {**{k: v for k, v in obj.items() if v is not None}, "metadata": meta}
+
+
 def _team(obj: Mapping[str, Any]) -> str | None:
     return ((obj.get("metadata") or {}).get("labels") or {}).get(TEAM_LABEL)
 
@@ -246,15 +273,17 @@ def _sync_one(port: ClusterPort, desired: dict, last_hash: str | None,
     in_sync = live is not None and is_subset(desired, live)
     if in_sync and last_hash == digest:
         return ObjectResult(key=key, action=UNCHANGED, applied=True, observed=observe(live),
-                            **common)
+                            live=strip_server_fields(live), live_known=True, **common)
     drift = live is not None and not in_sync and last_hash == digest
     try:
         result.writes += 1
         stored = port.apply(desired)
     except ClusterError as exc:
-        return _failure(key, exc, drift=drift, **common)
+        return _failure(key, exc, drift=drift, live=strip_server_fields(live), live_known=True,
+                        **common)
     return ObjectResult(key=key, action=CREATED if live is None else UPDATED, applied=True,
-                        observed=observe(stored), drift=drift, **common)
+                        observed=observe(stored), drift=drift, live=strip_server_fields(stored),
+                        live_known=True, **common)
 
 
 def _prune(port: ClusterPort, kinds: Sequence[tuple[str, str]], wanted: set[Key],
@@ -272,6 +301,7 @@ def _prune(port: ClusterPort, kinds: Sequence[tuple[str, str]], wanted: set[Key]
             if (api_version, kind) in RETAINED_KINDS:
                 result.objects.append(ObjectResult(
                     key=key, action=RETAINED, team=_team(item),
+                    live=strip_server_fields(item), live_known=True,
                     observed={"state": "retained", "reason": "NotDesired",
                               "message": "no longer desired; kept (deleting it would delete "
                                          "everything in it)"},

@@ -16,8 +16,10 @@ class ManagedObject(models.Model):
     ``{"state": "applied" | "not-active" | "pending" | "failed" | "retained",
     "reason", "message", ...}``; ``last_error`` the API's message of the last
     failure ("" when the last attempt succeeded); ``drift_count`` how many
-    hand edits of our fields were corrected. ``namespace`` is "" for
-    cluster-scoped kinds.
+    hand edits of our fields were corrected. ``observed`` is the object as
+    last read from the cluster (``queues.reconcile.strip_server_fields``:
+    no managedFields, uid, resourceVersion...; ``None`` when it was not
+    found or never read). ``namespace`` is "" for cluster-scoped kinds.
     """
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="managed_objects")
@@ -32,6 +34,7 @@ class ManagedObject(models.Model):
     applied_hash = models.CharField(max_length=64, blank=True)
     applied_generation = models.PositiveBigIntegerField(default=0)
     observed_state = models.JSONField(default=dict, blank=True)
+    observed = models.JSONField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     drift_count = models.PositiveIntegerField(default=0)
     last_drift_at = models.DateTimeField(null=True, blank=True)

@@ -100,6 +100,8 @@ def _record(*, cluster_id: int, generation: int, result: ReconcileResult) -> Non
         if item.desired is not None:
             row.desired = item.desired
         row.observed_state = item.observed
+        if item.live_known:
+            row.observed = item.live
         if item.applied:
             row.applied_hash = item.hash
             row.applied_generation = generation
