@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from portal.views import staff, teams
+from portal.views import clusters, staff, teams
 from portal.views.dashboard import dashboard
 from portal.views.health import healthz
 
@@ -14,6 +14,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("teams/", teams.team_list, name="teams-page"),
     path("teams/<slug:slug>/", teams.team_detail, name="team-page"),
+    path("teams/<slug:slug>/requests/<int:pk>/", teams.request_detail, name="team-request"),
     path("teams/<slug:slug>/requests/<int:pk>/withdraw/", teams.request_withdraw,
          name="team-request-withdraw"),
     path("teams/<slug:slug>/members/", teams.member_add, name="team-member-add"),
@@ -23,6 +24,11 @@ urlpatterns = [
     path("staff/requests/<int:pk>/", staff.review_detail, name="review-detail"),
     path("staff/requests/<int:pk>/approve/", staff.review_approve, name="review-approve"),
     path("staff/requests/<int:pk>/reject/", staff.review_reject, name="review-reject"),
+    path("staff/clusters/", clusters.cluster_list, name="staff-clusters"),
+    path("staff/clusters/<slug:name>/objects/", clusters.cluster_objects,
+         name="staff-cluster-objects"),
+    path("staff/clusters/<slug:name>/objects/<int:pk>/", clusters.object_detail,
+         name="staff-object-detail"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

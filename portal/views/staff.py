@@ -11,6 +11,7 @@ from django.views.decorators.http import require_POST
 
 from portal import access
 from portal.forms import ReviewApproveForm, ReviewRejectForm, add_service_error
+from portal.selectors.cluster_state import request_cluster_state
 from portal.selectors.quota import pending_requests, quota_request_review
 from portal.services.quota import quota_request_approve, quota_request_reject
 
@@ -22,7 +23,7 @@ def staff_required(view):
     @wraps(view)
     def wrapper(request, *args, **kwargs):
         if not access.is_staff(request.user):
-            raise PermissionDenied("Only platform staff can review quota requests.")
+            raise PermissionDenied("Only platform staff can see this page.")
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -38,6 +39,7 @@ def _review(request: HttpRequest, pk: int) -> dict:
 def _render_review(request, review, *, approve_form=None, reject_form=None):
     return render(request, "portal/staff/review.html", {
         **review,
+        "cluster_state": request_cluster_state(request=review["quota_request"]),
         "approve_form": approve_form or ReviewApproveForm(prefix="approve"),
         "reject_form": reject_form or ReviewRejectForm(prefix="reject"),
     })

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from portal.forms import MemberForm, QuotaRequestForm, add_service_error
 from portal.models import QuotaRequest
+from portal.selectors.cluster_state import request_cluster_state, team_cluster_state
 from portal.selectors.teams import TeamPage, team_page, teams_for_user
 from portal.services.quota import quota_request_create, quota_request_withdraw
 from portal.services.teams import membership_remove, membership_set
@@ -32,6 +33,7 @@ def _render_team(request, page: TeamPage, *, quota_form=None, member_form=None, 
         member_form = MemberForm()
     return render(request, "portal/team_detail.html", {
         "page": page, "team": page.team, "quota_form": quota_form, "member_form": member_form,
+        "cluster_state": team_cluster_state(team=page.team),
     }, status=status)
 
 
@@ -60,6 +62,25 @@ def team_detail(request: HttpRequest, slug: str) -> HttpResponse:
             messages.success(request, f"Request #{created.pk} submitted for review.")
             return redirect("team-page", slug=slug)
     return _render_team(request, page, quota_form=form)
+
+
+@login_required
+def request_detail(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    """``GET /teams/<slug>/requests/<id>/``: one request and the cluster state of its objects.
+
+    Team members and staff; the objects are those approval changes (the
+    team's Namespace, ResourceQuota, ClusterQueue, LocalQueue).
+    """
+    page = _page_or_404(request, slug)
+    quota_request = get_object_or_404(
+        QuotaRequest.objects.select_related("flavor", "requested_by", "reviewer"),
+        pk=pk, team=page.team,
+    )
+    quota_request.team = page.team  # already loaded, with its cluster
+    return render(request, "portal/team_request.html", {
+        "page": page, "team": page.team, "quota_request": quota_request,
+        "cluster_state": request_cluster_state(request=quota_request),
+    })
 
 
 @login_required
