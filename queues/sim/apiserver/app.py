@@ -137,6 +137,9 @@ class Emulator:
             self.counters.record("unknown", None)
             return _error(err)
         self.counters.record(verb, resource)
+        rbac = rbac_attributes(path) if resource is not None else None
+        if rbac is not None:
+            self.counters.record_access(verb, *rbac)
         fault = self.faults.take(method, path)
         if fault is not None:
             if fault.delay:
@@ -228,6 +231,8 @@ class Emulator:
                     rt, namespace, name, patch, ctype, manager=q("fieldManager") if
                     ctype == APPLY_PATCH else manager, subresource=sub,
                     force=q("force") in ("true", "True", "1"), dry_run=dry_run)
+                if created:  # an apply that creates is authorized as create too
+                    self.counters.record_access("create", group, plural)
                 return Response(201 if created else 200, obj)
 
             return "patch", resource, do_patch
@@ -308,6 +313,26 @@ class Emulator:
         except (ValueError, TypeError, re.error) as exc:
             return _error(bad_request(f"bad control request: {exc}"))
         return _error(_not_found_path())
+
+
+def rbac_attributes(path: str) -> tuple[str, str] | None:
+    """``(apiGroup, resource)`` an RBAC authorizer checks for a resource URL path, else None.
+
+    ``/api/v1/namespaces/a/resourcequotas/q`` -> ``("", "resourcequotas")``;
+    ``/apis/kueue.x-k8s.io/v1beta2/clusterqueues/q/status`` ->
+    ``("kueue.x-k8s.io", "clusterqueues/status")``; ``/api/v1/namespaces/a`` ->
+    ``("", "namespaces")``. Discovery paths (``/api``, ``/apis/<group>``) -> None.
+    """
+    segs = path.strip("/").split("/")
+    if segs[0] == "api" and len(segs) >= 3 and segs[1] == "v1":
+        group, rest = "", segs[2:]
+    elif segs[0] == "apis" and len(segs) >= 4:
+        group, rest = segs[1], segs[3:]
+    else:
+        return None
+    if rest[0] == "namespaces" and len(rest) >= 3 and rest[2] not in ("status", "finalize"):
+        rest = rest[2:]
+    return group, rest[0] + (f"/{rest[2]}" if len(rest) > 2 else "")
 
 
 def _json(body: bytes) -> Any:

@@ -112,20 +112,38 @@ class Faults:
 
 
 class Counters:
-    """Request counts by verb and resource.
+    """Request counts by verb and resource, and the access each request needed.
 
     ``verb`` is the Kubernetes verb (get, list, create, update, patch, delete,
     deletecollection) or "discovery"; ``resource`` is ``<group>/<plural>`` with an
     empty group for core ("/namespaces") and ``/status`` appended for the
     subresource. Faulted requests are counted too; /_emulator/ requests are not.
+
+    :meth:`access` counts what an RBAC authorizer would check for each resource
+    request: ``(verb, apiGroup, resource)`` with ``resource`` as RBAC names it
+    (``"clusterqueues"``, ``"clusterqueues/status"``). A server-side apply that
+    creates its object is checked as ``patch`` and also ``create``, as the
+    Kubernetes API server does
+    (https://kubernetes.io/docs/reference/using-api/server-side-apply/#rbac-and-permissions).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_verb: Counter[str] = Counter()
         self._by_resource: dict[str, Counter[str]] = {}
+        self._access: Counter[tuple[str, str, str]] = Counter()
         self._writes = 0
         self._total = 0
+
+    def record_access(self, verb: str, group: str, resource: str) -> None:
+        """Count one authorization check of ``verb`` on ``group``/``resource``."""
+        with self._lock:
+            self._access[(verb, group, resource)] += 1
+
+    def access(self) -> dict[tuple[str, str, str], int]:
+        """``{(verb, apiGroup, resource): n}``: every authorization check since the last reset."""
+        with self._lock:
+            return dict(self._access)
 
     def record(self, verb: str, resource: str | None) -> None:
         """Count one request."""
@@ -144,13 +162,16 @@ class Counters:
             return self._writes
 
     def snapshot(self) -> dict[str, Any]:
-        """``{"total", "writes", "by_verb": {verb: n}, "by_resource": {res: {verb: n}}}``."""
+        """``{"total", "writes", "by_verb": {verb: n}, "by_resource": {res: {verb: n}},
+        "access": [{"verb", "apiGroup", "resource", "count"}]}``."""
         with self._lock:
             return {
                 "total": self._total,
                 "writes": self._writes,
                 "by_verb": dict(self._by_verb),
                 "by_resource": {r: dict(c) for r, c in self._by_resource.items()},
+                "access": [{"verb": v, "apiGroup": g, "resource": r, "count": n}
+                           for (v, g, r), n in sorted(self._access.items())],
             }
 
     def reset(self) -> None:
@@ -158,5 +179,6 @@ class Counters:
         with self._lock:
             self._by_verb.clear()
             self._by_resource.clear()
+            self._access.clear()
             self._writes = 0
             self._total = 0
