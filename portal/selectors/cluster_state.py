@@ -128,8 +128,12 @@ def team_object_keys(team: Team) -> list[Key]:
 
     ``[Namespace, ResourceQuota, ClusterQueue, LocalQueue]``, named as the
     renderers name them (:class:`queues.specs.TeamQueueSpec`). Empty for
-    a team whose slug cannot be rendered. No queries.
+    a team whose slug cannot be rendered, and on a cluster of another backend
+    (only rows the reconciler recorded are shown there). ``team.cluster``
+    must be loaded; no queries.
     """
+    if team.cluster.backend != Cluster.Backend.KUEUE:
+        return []
     try:
         spec = TeamQueueSpec(slug=team.slug, display_name=team.name or team.slug)
     except SpecError:

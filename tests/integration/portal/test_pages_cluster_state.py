@@ -370,3 +370,13 @@ def test_staff_object_pages_query_count_is_fixed(client, site, django_assert_num
     with django_assert_num_queries(OBJECT_PAGE):
         response = client.get(reverse("staff-object-detail", args=["gpu-east", cq.pk]))
     assert len(response.context["detail"].drift_events) == n
+
+
+def test_volcano_cluster_lists_only_recorded_objects(client, site):
+    cluster = make_cluster(name="gpu-volcano", backend="volcano")
+    team = make_team(cluster=cluster, slug="sim")
+    lead = make_user("vera", team=team, role="lead")
+    managed(team, "Queue", "sim", api_version="scheduling.volcano.sh/v1beta1")
+    client.force_login(lead)
+    assert _states(client.get(reverse("team-page", args=["sim"]))) == {
+        ("Queue", "sim"): ("applied", "applied")}
