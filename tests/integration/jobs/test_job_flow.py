@@ -255,3 +255,27 @@ def test_a_preemption_loop_and_a_namespace_quota_refusal_are_explained(flow):
     job = refresh(client, job_id, "Admitted")
     assert job.reason == "NamespaceQuotaExceeded"
     assert "ResourceQuota" in job.message and "Waiting for quota" not in job.message
+
+
+def test_the_periodic_sync_reads_every_live_job_and_redrives_a_lost_cancel(flow):
+    from portal.tasks import jobs_sync_task
+
+    port, client = flow["port"], api_as(flow["member_a"])
+    waiting_id = submit(client, name="waiting")
+    lost_id = submit(client, name="lost-cancel")
+    waiting, lost = created(waiting_id), created(lost_id)
+    workload = kueue.create_workload(port, live_job(port, waiting))
+    kueue.set_pending(port, workload, reason="ExceedsMaxQuota",
+                      message=kueue.exceeds_maximum_message("nvidia.com/gpu", "h100", 8, 4))
+    # A cancel whose task message was lost: only the row says it was asked for.
+    Job.objects.filter(pk=lost_id).update(cancel_requested_at=timezone.now())
+
+    result = jobs_sync_task.delay().get(timeout=60)
+    assert result == {"synced": 1, "cancelled": 1, "failed": 0}
+    waiting = Job.objects.get(pk=waiting_id)
+    assert (waiting.phase, waiting.reason) == ("Queued", "ExceedsMaximum")
+    assert "can never start as it is" in waiting.message
+    lost = Job.objects.get(pk=lost_id)
+    assert lost.phase == "Cancelled" and live_job(port, lost) is None
+    # Nothing left to do: the next run reads only the waiting job.
+    assert jobs_sync_task.delay().get(timeout=60) == {"synced": 1, "cancelled": 0, "failed": 0}

@@ -178,3 +178,11 @@ def test_list_pages_run_a_constant_number_of_queries(client, world, url):
     large = _queries(client, url)
     assert small == large
     assert Job.objects.count() == 17
+
+
+def test_staff_see_jobs_in_the_admin_console(client, world, django_user_model):
+    job = make_job(world)
+    client.force_login(django_user_model.objects.create_superuser("root", password="pw-root-1"))
+    html = client.get("/admin/portal/job/").content.decode()
+    assert job.name in html
+    assert client.get(f"/admin/portal/job/{job.pk}/change/").status_code == 200
