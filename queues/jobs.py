@@ -19,7 +19,7 @@ Public interface
   stable reason code (:data:`REASONS`), plain-language message, timestamps,
   admitted flavor, preemptions, timeline.
 * :func:`preemption_loop`, :func:`merge_times` - "preempted 3 or more times
-  in 60 minutes".
+  in 60 minutes"; :func:`parse_time` - RFC 3339 string -> aware ``datetime``.
 * :func:`workload_for_job`, :func:`workload_name` - find (or predict the
   name of) the Workload Kueue creates for a job.
 
@@ -76,6 +76,7 @@ __all__ = [
     "interpret_kueue",
     "job_kind",
     "merge_times",
+    "parse_time",
     "preemption_loop",
     "render_kueue_job",
     "workload_for_job",
