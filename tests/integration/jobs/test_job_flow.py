@@ -277,5 +277,11 @@ def test_the_periodic_sync_reads_every_live_job_and_redrives_a_lost_cancel(flow)
     assert "can never start as it is" in waiting.message
     lost = Job.objects.get(pk=lost_id)
     assert lost.phase == "Cancelled" and live_job(port, lost) is None
-    # Nothing left to do: the next run reads only the waiting job.
+    # Nothing left to do: the next run reads only the waiting job, and writes nothing.
+    flow["server"].counters.reset()
     assert jobs_sync_task.delay().get(timeout=60) == {"synced": 1, "cancelled": 0, "failed": 0}
+    counts = flow["server"].counters.snapshot()
+    assert counts["writes"] == 0
+    # Five reads per queued job: the job, the Workloads, events of both, the queue position.
+    assert {verb: n for verb, n in counts["by_verb"].items() if verb != "discovery"} == {
+        "get": 2, "list": 3}
