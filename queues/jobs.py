@@ -783,6 +783,8 @@ def _timeline(workload: dict | None, job: dict | None, events: Sequence[dict]) -
     entries = []
     for source, obj in (("Workload", workload), ("Job", job)):
         for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+            if not isinstance(cond, dict):
+                continue
             entries.append({
                 "source": source,
                 "type": cond.get("type", ""),
