@@ -66,7 +66,8 @@ class JobCreateSerializer(serializers.Serializer):
     request, in particular: requests always equal limits)."""
 
     team = serializers.CharField(help_text="team slug")
-    name = serializers.CharField(trim_whitespace=False, help_text="DNS-1123 label, unique in the team")
+    name = serializers.CharField(trim_whitespace=False,
+                                 help_text="DNS-1123 label, unique in the team")
     image = serializers.CharField(trim_whitespace=False, help_text="container image reference")
     command = serializers.ListField(child=serializers.CharField(trim_whitespace=False,
                                                                 allow_blank=True))

@@ -119,6 +119,25 @@ def job_list_page(*, user, slug: str | None = None) -> JobListPage | None:
     )
 
 
+def _sorted(value):
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def manifest_yaml(manifest: dict | None) -> str:
+    """The manifest as YAML: ``apiVersion, kind, metadata, spec`` first, then keys sorted
+    (PostgreSQL's jsonb keeps no key order)."""
+    if not manifest:
+        return ""
+    head = ("apiVersion", "kind", "metadata", "spec")
+    ordered = {k: _sorted(manifest[k]) for k in head if k in manifest}
+    ordered.update({k: _sorted(v) for k, v in sorted(manifest.items()) if k not in head})
+    return yaml.safe_dump(ordered, sort_keys=False)
+
+
 @dataclass(frozen=True)
 class JobDetailPage:
     """One job as the viewer sees it, with its manifest as YAML and the timeline."""
@@ -138,7 +157,7 @@ def job_detail_page(*, user, slug: str, job_id: int) -> JobDetailPage | None:
     if job is None:
         return None
     roles = roles_of(user=user)
-    text = yaml.safe_dump(job.manifest, sort_keys=False) if job.manifest else ""
+    text = manifest_yaml(job.manifest)
     timeline = sorted(job.timeline or [], key=lambda item: str(item.get("at") or ""))
     return JobDetailPage(job=job, can_cancel=can_cancel(user=user, job=job, roles=roles),
                          manifest_yaml=text, timeline=timeline)

@@ -16,18 +16,17 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from portal import access
 from portal.models import GpuFlavor, Job, PriorityClass, QuotaGrant, Team
 from portal.selectors.quota import max_admissible_gpus
-from portal.selectors.specs import cluster_specs, flavor_spec
+from portal.selectors.specs import cluster_specs
 from portal.services.audit import audit_record
 from portal.services.fields import whole_count
 from queues import jobs as qjobs
@@ -224,7 +223,7 @@ def job_submit(*, actor, team: Team, **fields) -> Job:
                          after={"name": job.name, "kind": job.kind, "workers": job.workers,
                                 "gpus_per_worker": job.gpus_per_worker,
                                 "flavor": plan.flavor.name, "total_gpus": plan.total_gpus})
-            transaction.on_commit(lambda: _enqueue("job_create_task", job.pk))
+            _enqueue_on_commit("job_create_task", job.pk)
     except IntegrityError as exc:  # a concurrent submit took the name
         raise ValidationError({"name": [f"Team '{team.slug}' already has a job named "
                                         f"'{fields.get('name')}'."]}) from exc
@@ -239,9 +238,13 @@ def _enqueue(task_name: str, job_id: int) -> None:
     getattr(tasks, task_name).delay(job_id)
 
 
+def _enqueue_on_commit(task_name: str, job_id: int) -> None:
+    transaction.on_commit(lambda: _enqueue(task_name, job_id))
+
+
 def job_refresh(*, job: Job) -> None:
     """Ask a worker to read ``job``'s status from the cluster now (``portal.job_sync``)."""
-    transaction.on_commit(lambda: _enqueue("job_sync_task", job.pk))
+    _enqueue_on_commit("job_sync_task", job.pk)
 
 
 def job_cancel(*, actor, job: Job) -> Job:
@@ -265,7 +268,7 @@ def job_cancel(*, actor, job: Job) -> Job:
             job.save(update_fields=["cancel_requested_at"])
             audit_record(actor=actor, action="job.cancel_requested", target=job, team=job.team,
                          before={"phase": job.phase}, after={"cancel_requested": True})
-        transaction.on_commit(lambda: _enqueue("job_cancel_task", job.pk))
+        _enqueue_on_commit("job_cancel_task", job.pk)
     return job
 
 
@@ -325,80 +328,95 @@ def job_create(*, job_id: int, port=None) -> str:
     return outcome
 
 
+def _workload_of(port, live: dict, namespace: str) -> dict | None:
+    """The Workload Kueue made for the live job, or ``None`` (one list request)."""
+    return qjobs.workload_for_job(port.list_workloads(namespace), live)
+
+
 def job_cancel_execute(*, job_id: int, port=None) -> str:
     """Deactivate the job's Workload (``spec.active: false``), then delete the job.
 
     Kueue keeps running an admitted job that is merely suspended by hand;
     deactivating its Workload makes Kueue evict it and stop its pods
     (https://kueue.sigs.k8s.io/docs/concepts/workload/#active). The job is
-    deleted afterwards and its phase becomes ``Cancelled``. Returns
-    ``"cancelled"`` or ``"skipped"`` (nothing asked, or already done).
-    Idempotent; raises :class:`TransientError` for the task to retry.
+    deleted afterwards (background propagation: its pods follow) and its
+    phase becomes ``Cancelled`` - unless it had already finished, which the
+    last status read decides. Returns ``"cancelled"`` or ``"skipped"``
+    (nothing asked, or already done). Idempotent: a retry after a failed
+    delete does not deactivate twice. Raises :class:`TransientError` for the
+    task to retry.
     """
     job = _load(job_id)
     if job is None or job.cancel_requested_at is None or job.deleted_at is not None:
         return "skipped"
     api_version, kind, name, namespace = _job_ref(job)
     port = _port(job, port)
+    workload = None
     try:
         live = port.get(api_version, kind, name, namespace)
-        workload = None
         if live is not None:
-            workload = qjobs.workload_for_job(
-                live, port.list_workloads(namespace=namespace))
+            workload = _workload_of(port, live, namespace)
             if workload is not None and (workload.get("spec") or {}).get("active", True):
-                port.deactivate_workload(workload["metadata"]["name"], namespace)
-            port.delete(api_version, kind, name, namespace)
+                port.deactivate_workload(namespace, workload["metadata"]["name"])
+            port.delete_background(api_version, kind, name, namespace)
     except ClusterError as exc:
         Job.objects.filter(pk=job_id).update(last_error=str(exc)[:_MAX_ERROR])
         raise
     now = timezone.now()
     with transaction.atomic():
-        job = Job.objects.select_for_update().get(pk=job_id)
+        job = Job.objects.select_for_update().select_related("team").get(pk=job_id)
         before = job.phase
-        timeline = list(job.timeline or [])
-        timeline.append({"at": now.isoformat(), "source": "portal", "type": "Cancelled",
-                         "reason": "Cancelled",
-                         "message": "Workload deactivated (spec.active: false) and job deleted."
-                         if workload is not None else "Job deleted."})
-        job.phase = Job.Phase.CANCELLED
-        job.reason = "Cancelled"
-        job.message = "Cancelled on request; the job was deleted from the cluster."
+        detail = ("Workload deactivated (spec.active: false), then the job deleted."
+                  if workload is not None else "Job deleted (Kueue had no Workload for it yet).")
+        job.timeline = _merge_timeline(list(job.timeline or []), [{
+            "source": "Portal", "type": "Cancelled", "status": "True", "reason": "Cancelled",
+            "message": detail, "time": _rfc3339(now)}])
+        if not job.is_final:
+            job.phase = Job.Phase.CANCELLED
+            job.reason = "Cancelled"
+            job.message = f"Cancelled on request: {detail}"
+            job.finished_at = now
         job.queue_position = None
-        job.finished_at = job.finished_at or now
         job.deleted_at = now
         job.last_error = ""
-        job.timeline = timeline
         job.save()
         audit_record(actor=None, action="job.cancelled", target=job, team=job.team,
                      before={"phase": before}, after={"phase": job.phase})
     return "cancelled"
 
 
+def _rfc3339(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _merge_timeline(old: list[dict], new: list[dict]) -> list[dict]:
-    seen = {(e.get("at"), e.get("source"), e.get("type"), e.get("reason")) for e in old}
-    merged = list(old)
+    """Union of timeline entries (``{source, type, status, reason, message, time}``),
+    sorted by time: Kueue keeps only each condition's latest state, so entries
+    from earlier reads are kept."""
+    def key(entry: dict) -> tuple:
+        return tuple(str(entry.get(k) or "") for k in ("time", "source", "type", "status",
+                                                        "reason", "message"))
+
+    merged = {key(e): dict(e) for e in old}
     for entry in new:
-        key = (entry.get("at"), entry.get("source"), entry.get("type"), entry.get("reason"))
-        if key not in seen:
-            seen.add(key)
-            merged.append(entry)
-    return sorted(merged, key=lambda e: str(e.get("at") or ""))
-
-
-def _dt(value) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    return parse_datetime(str(value))
+        merged.setdefault(key(entry), dict(entry))
+    return sorted(merged.values(), key=lambda e: (str(e.get("time") or ""),
+                                                  str(e.get("source") or "")))
 
 
 def job_sync(*, job_id: int, port=None, now: datetime | None = None) -> str | None:
     """Read job ``job_id``, its Workload, events and queue position; store the status.
 
-    Returns the new phase, or ``None`` when there is nothing to read (no
-    manifest, or the job was deleted on cancel). A job being cancelled whose
-    object still exists gets its cancel re-enqueued (level-triggered). Raises
-    :class:`TransientError` for the task to retry.
+    Reads (through the cluster port): the Job/JobSet, the namespace's
+    Workloads, the events about the job and its Workload, and the LocalQueue's
+    pending workloads from Kueue's visibility API (for the 0-based queue
+    position). :func:`queues.jobs.interpret_kueue` turns them into the phase,
+    reason, message, admitted flavor, preemptions and timeline; preemption
+    times and timeline entries from earlier reads are kept (Kueue keeps only
+    the latest condition). Returns the new phase, or ``None`` when there is
+    nothing to read (no manifest, or deleted on cancel). A job being cancelled
+    whose object still exists gets its cancel re-enqueued (level-triggered).
+    Raises :class:`TransientError` for the task to retry.
     """
     job = _load(job_id)
     if job is None or not job.manifest or job.deleted_at is not None:
@@ -406,56 +424,76 @@ def job_sync(*, job_id: int, port=None, now: datetime | None = None) -> str | No
     now = now or timezone.now()
     api_version, kind, name, namespace = _job_ref(job)
     port = _port(job, port)
+    workload, events, position = None, [], None
     try:
         live = port.get(api_version, kind, name, namespace)
-        if live is None:
-            if not job.cluster_uid or job.is_final:
-                return job.phase
-            workload = None
-            events = []
-            position = None
-        else:
-            workload = qjobs.workload_for_job(live, port.list_workloads(namespace=namespace))
-            events = port.list_events(namespace=namespace)
-            position = None
+        if live is None and (not job.cluster_uid or job.is_final):
+            return job.phase  # not created yet (job_create will), or over and gone
+        if live is not None:
+            workload = _workload_of(port, live, namespace)
+            events = port.list_events(namespace, name, kind)
             if workload is not None:
-                position = qjobs.queue_position(
-                    port.pending_workloads(namespace=namespace,
-                                           local_queue=live["metadata"]["labels"][
-                                               "kueue.x-k8s.io/queue-name"]),
-                    workload["metadata"]["name"])
+                wl_name = workload["metadata"]["name"]
+                events += port.list_events(namespace, wl_name, "Workload")
+                if not (workload.get("status") or {}).get("admission"):
+                    position = _queue_position(port, live, namespace, wl_name)
     except ClusterError as exc:
         Job.objects.filter(pk=job_id).update(last_error=str(exc)[:_MAX_ERROR])
         raise
-    status = qjobs.interpret_kueue(job=live, workload=workload, events=events,
-                                   queue_position=position, now=now)
+    known = [t for t in (qjobs.parse_time(v) for v in job.preemption_times or []) if t]
+    status = qjobs.interpret_kueue(
+        job=live, workload=workload, events=events, queue_position=position, now=now,
+        cancelled=job.cancel_requested_at is not None, known_preemption_times=known)
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job_id)
-        if job.deleted_at is not None:
+        if job.deleted_at is not None or job.is_final:
             return job.phase
-        if job.phase != Job.Phase.CANCELLED:
-            job.phase = status.phase
-        job.reason = status.reason
-        job.message = status.message
+        if live is None and status.phase == Job.Phase.SUBMITTED:
+            # It was created, and is gone without a trace of finishing.
+            job.phase, job.reason = Job.Phase.FAILED, "Deleted"
+            job.message = "The job was deleted from the cluster outside the portal."
+            job.finished_at = now
+        else:
+            job.phase, job.reason, job.message = status.phase, status.reason, status.message
+            for field in ("admitted_at", "started_at", "finished_at"):
+                value = getattr(status, field)
+                if value is not None:
+                    setattr(job, field, value)
         job.queue_position = status.queue_position
         job.admitted_flavor = status.admitted_flavor or job.admitted_flavor
-        times = sorted(set(job.preemption_times or []) | {
-            t.isoformat() if isinstance(t, datetime) else str(t) for t in status.preemption_times})
-        job.preemption_times = times
-        job.preemptions = max(job.preemptions, status.preemptions, len(times))
-        job.last_preemptor = status.last_preemptor or job.last_preemptor
-        job.preemption_loop = qjobs.preemption_loop([_dt(t) for t in times], now)
+        job.preemption_times = [_rfc3339(t) for t in status.preemption_times]
+        job.preemptions = max(job.preemptions, status.preemptions)
+        job.last_preemptor = status.preemptor or job.last_preemptor
+        job.preemption_loop = status.preemption_loop
         job.timeline = _merge_timeline(list(job.timeline or []), list(status.timeline))
-        for field in ("admitted_at", "started_at", "finished_at"):
-            value = getattr(status, field, None)
-            if value is not None:
-                setattr(job, field, _dt(value))
         job.status_synced_at = now
         job.last_error = ""
         job.save()
     if job.cancel_requested_at is not None and live is not None:
-        transaction.on_commit(lambda: _enqueue("job_cancel_task", job_id))
+        _enqueue_on_commit("job_cancel_task", job_id)
     return job.phase
+
+
+def _queue_position(port, live: dict, namespace: str, workload_name: str) -> int | None:
+    """0-based position of the Workload in its LocalQueue (visibility API), ``None`` if absent.
+
+    The visibility API answers 404 when the LocalQueue is missing or the API is
+    not served: the position is then unknown, not an error of the job.
+    """
+    local_queue = ((live.get("metadata") or {}).get("labels") or {}).get(qjobs.QUEUE_NAME_LABEL)
+    if not local_queue:
+        return None
+    try:
+        pending = port.pending_workloads(namespace, local_queue)
+    except PermanentError as exc:
+        if exc.status == 404:
+            return None
+        raise
+    for index, item in enumerate(pending):
+        if (item.get("metadata") or {}).get("name") == workload_name:
+            position = item.get("positionInLocalQueue")
+            return int(position) if isinstance(position, int) else index
+    return None
 
 
 #: Phases whose status can still change on the cluster.
@@ -471,21 +509,27 @@ def jobs_to_sync() -> list[int]:
 def jobs_sync(*, now: datetime | None = None) -> dict:
     """Sync every job whose status may still change (what ``portal.jobs_sync`` runs).
 
-    One cluster port per cluster. A job whose read fails keeps its
-    ``last_error`` and is retried on the next run. Returns ``{"synced", "failed"}``.
+    Jobs being cancelled whose object is not deleted yet are cancelled again
+    (level-triggered: a lost cancel task loses nothing). One cluster port per
+    cluster. A job whose read fails keeps its ``last_error`` and is retried on
+    the next run. Returns ``{"synced", "cancelled", "failed"}``.
     """
     ports: dict[int, object] = {}
-    synced = failed = 0
-    for job_id, cluster_id in (
-        Job.objects.filter(pk__in=jobs_to_sync()).values_list("pk", "team__cluster_id")
-    ):
+    counts = {"synced": 0, "cancelled": 0, "failed": 0}
+    cancelling = set(Job.objects.filter(cancel_requested_at__isnull=False,
+                                        deleted_at__isnull=True).values_list("pk", flat=True))
+    rows = Job.objects.filter(pk__in=set(jobs_to_sync()) | cancelling).order_by("pk")
+    for job_id, cluster_id in rows.values_list("pk", "team__cluster_id"):
         try:
             if cluster_id not in ports:
                 ports[cluster_id] = _port(_load(job_id), None)
-            job_sync(job_id=job_id, port=ports[cluster_id], now=now)
+            if job_id in cancelling:
+                job_cancel_execute(job_id=job_id, port=ports[cluster_id])
+                counts["cancelled"] += 1
+            else:
+                job_sync(job_id=job_id, port=ports[cluster_id], now=now)
+                counts["synced"] += 1
         except ClusterError as exc:
             log.warning("sync of job %s failed: %s", job_id, exc)
-            failed += 1
-        else:
-            synced += 1
-    return {"synced": synced, "failed": failed}
+            counts["failed"] += 1
+    return counts
