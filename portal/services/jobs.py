@@ -150,27 +150,35 @@ def job_check(
     spec = None
     cpu, memory = cpu_per_worker or "", memory_per_worker or ""
     counts_ok = all(f not in errors for f in ("workers", "gpus_per_worker"))
-    if flavor_row is not None and counts_ok and kind in Job.Kind.values:
+    gpus = counts["gpus_per_worker"] if counts_ok else 1
+    if flavor_row is not None:
         try:
-            cpu = cpu or _per_worker(flavor_row.cpu_per_gpu, counts["gpus_per_worker"])
-            memory = memory or _per_worker(flavor_row.memory_per_gpu, counts["gpus_per_worker"])
-        except ValueError:  # the flavor's own sizing is broken: let JobSpec name the field
-            pass
-        try:
-            spec = qjobs.JobSpec(
-                namespace=team.slug, local_queue=team.slug, job_label=str(job_id or 0),
-                name=name, image=image, command=command if command is not None else (),
-                args=args if args is not None else (), env=env if env is not None else (),
-                workers=counts["workers"], gpus_per_worker=counts["gpus_per_worker"],
-                gpu_resource=flavor_row.gpu_resource, flavor=flavor_row.name,
-                cpu_per_worker=cpu, memory_per_worker=memory,
-                priority_class=priority_row.name if priority_row else "",
-                kind=kind, max_runtime_seconds=counts.get("max_runtime_seconds"),
-            )
-        except SpecError as exc:
-            field = _api_field(exc.field)
-            if field not in errors:
-                fail(field, _spec_message(exc))
+            cpu = cpu or _per_worker(flavor_row.cpu_per_gpu, gpus)
+            memory = memory or _per_worker(flavor_row.memory_per_gpu, gpus)
+        except ValueError:  # the flavor's own sizing is broken: the user must say
+            for field, value in (("cpu_per_worker", cpu), ("memory_per_worker", memory)):
+                if not value:
+                    fail(field, f"Flavor '{flavor_row.name}' has no usable per-GPU sizing; "
+                                "give this amount.")
+    # The spec rules run even when a portal check failed, with stand-ins for the
+    # failed values (never kept), so one answer lists every field's error.
+    try:
+        spec = qjobs.JobSpec(
+            namespace=team.slug, local_queue=team.slug, job_label=str(job_id or 0),
+            name=name, image=image, command=command if command is not None else (),
+            args=args if args is not None else (), env=env if env is not None else (),
+            workers=counts["workers"] if counts_ok else 1, gpus_per_worker=gpus,
+            gpu_resource=flavor_row.gpu_resource if flavor_row else "nvidia.com/gpu",
+            flavor=flavor_row.name if flavor_row else "unknown",
+            cpu_per_worker=cpu or "1", memory_per_worker=memory or "1Gi",
+            priority_class=priority_row.name if priority_row else "",
+            kind=kind if kind in Job.Kind.values else "job",
+            max_runtime_seconds=counts.get("max_runtime_seconds"),
+        )
+    except SpecError as exc:
+        field = _api_field(exc.field)
+        if field not in errors:
+            fail(field, _spec_message(exc))
 
     total = max_gpus = 0
     if counts_ok and grant is not None:
