@@ -51,7 +51,7 @@ PUBLISHED = {"wall_s": 351.1, "usage_pct": 55.9,
              "admission_s": {"large": 16.5, "medium": 76.8, "small": 215.5}}
 
 
-def build() -> tuple[KueueSimulator, list[SimJob]]:
+def build(requeue_delay: float = 1.0) -> tuple[KueueSimulator, list[SimJob]]:
     """The baseline's ClusterQueues and its 15,000 workloads."""
     cohorts = [CohortSpec(name=f"cohort-{c}") for c in range(COHORTS)]
     teams, jobs = [], []
@@ -74,7 +74,7 @@ def build() -> tuple[KueueSimulator, list[SimJob]]:
                         submit_time=round((i + 1) * every, 6), duration=runtime,
                         labels={"class": name},
                     ))
-    return KueueSimulator(teams, cohorts), jobs
+    return KueueSimulator(teams, cohorts, requeue_delay=requeue_delay), jobs
 
 
 def measure(sim: KueueSimulator, result) -> dict:
@@ -111,10 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=Path, help="write the figures to this file")
     parser.add_argument("--profile", action="store_true", help="print a cProfile summary")
+    parser.add_argument("--requeue-delay", type=float, default=1.0,
+                        help="seconds before a preempted workload is queued again (default 1)")
     args = parser.parse_args(argv)
 
     wall0 = time.perf_counter()
-    sim, jobs = build()
+    sim, jobs = build(args.requeue_delay)
     sim.submit_all(jobs)
     profiler = cProfile.Profile() if args.profile else None
     if profiler:
@@ -135,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'time to admission ' + name + ', s':<28}{figures['admission_s'][name]:>12}"
               f"{PUBLISHED['admission_s'][name]:>16}")
     print(f"{'evictions':<28}{sum(figures['evictions'].values()):>12}{'-':>16}")
+    print(f"{'requeue delay, s':<28}{args.requeue_delay:>12}{'-':>16}")
     print(f"{'wall time, s':<28}{figures['wall_s']:>12}{PUBLISHED['wall_s']:>16}")
     if profiler:
         pstats.Stats(profiler).sort_stats("cumulative").print_stats(20)

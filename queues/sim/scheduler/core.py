@@ -190,7 +190,11 @@ class SimulatorBase:
     ``{flavor: (units, borrowed)}``).
     """
 
-    def __init__(self, node_pools: Iterable[NodePool] = ()) -> None:
+    def __init__(self, node_pools: Iterable[NodePool] = (), *, requeue_delay: float = 1.0) -> None:
+        if isinstance(requeue_delay, bool) or not isinstance(requeue_delay, int | float) or not (
+                requeue_delay > 0):
+            raise SpecError("requeue_delay", f"must be > 0 seconds, got {requeue_delay!r}")
+        self.requeue_delay = float(requeue_delay)
         self.now = 0.0
         self.nodes = NodeInventory(node_pools)
         self.workloads: dict[str, WorkloadRecord] = {}
@@ -261,8 +265,8 @@ class SimulatorBase:
                 _, kind, _, key, run = heapq.heappop(self._heap)
                 record = self.workloads[key]
                 if kind == _ARRIVE:
-                    if record.state == "Pending" and record.run == 0:
-                        self._event(record, "queued")
+                    if record.state == "Pending" and record.run == run:
+                        self._event(record, "queued", reason="Requeued" if run else "")
                         self._enqueue(record)
                 elif record.state == "Admitted" and record.run == run:
                     self._finish(record)
@@ -335,12 +339,16 @@ class SimulatorBase:
         self._dirty_queues.add(record.job.queue_name)
 
     def _evict(self, record: WorkloadRecord) -> None:
-        """Stop a running workload and put it back in its queue (it restarts later)."""
+        """Stop a running workload; it is back in its queue ``requeue_delay`` seconds
+        later (pods terminating, the job suspended and its workload requeued) and
+        restarts from zero when admitted again. The delay also stops two queues
+        from trading the same GPUs back and forth within one instant."""
         self._stop(record)
         record.state = "Pending"
         record.run += 1
         record.evictions += 1
-        self._enqueue(record)
+        heapq.heappush(self._heap, (self.now + self.requeue_delay, _ARRIVE, next(self._seq),
+                                    record.key, record.run))
 
     def _finish(self, record: WorkloadRecord) -> None:
         job = record.job

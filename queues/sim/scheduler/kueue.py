@@ -37,8 +37,9 @@ borrowing (``reclaimWithinCohort``; reclaim only while the preemptor stays
 within its nominal quota, or ``borrowWithinCohort: LowerPriority`` below the
 threshold); ordered other queues first, lower priority first, most recently
 admitted first; removed greedily until the workload fits, then added back in
-reverse order while it still fits. Victims leave at once (the simulator has no
-pod termination delay) and the preemptor is admitted in the same instant.
+reverse order while it still fits. Victims free their quota at once and the
+preemptor is admitted in the same instant; victims are back in their queue
+``requeue_delay`` seconds later.
 
 The simulator's own addition is a node check: with a ``NodePool`` for a flavor
 the gang's pods must also fit on its nodes (first-fit, units per node), so a
@@ -74,7 +75,7 @@ _FINISHED_MESSAGES = {
     "Succeeded": "Reached expected number of succeeded pods",
     "Failed": "Job has reached the specified backoff limit",
 }
-_MAX_CYCLES_PER_INSTANT = 1_000_000
+_MAX_CYCLES_PER_INSTANT = 100_000
 
 FIT, PREEMPT, NOFIT = "Fit", "Preempt", "NoFit"
 
@@ -220,9 +221,10 @@ class KueueSimulator(SimulatorBase):
     ``teams``: one ClusterQueue each (named ``slug``; jobs reach it through the
     LocalQueue of the same name). ``cohorts``: Cohort specs; a cohort named by a
     team or a parent but not given gets an empty implicit Cohort, as in Kueue.
-    ``node_pools``: optional nodes per flavor. Raises ``SpecError`` naming the
-    field for a duplicated slug or cohort, a cohort cycle, or a node pool whose
-    resource differs from the quota's.
+    ``node_pools``: optional nodes per flavor. ``requeue_delay``: seconds before a
+    preempted workload is back in its queue (see ``SimulatorBase._evict``).
+    Raises ``SpecError`` naming the field for a duplicated slug or cohort, a
+    cohort cycle, or a node pool whose resource differs from the quota's.
     """
 
     def __init__(
@@ -230,8 +232,10 @@ class KueueSimulator(SimulatorBase):
         teams: Iterable[TeamQueueSpec],
         cohorts: Iterable[CohortSpec] = (),
         node_pools: Iterable[NodePool] = (),
+        *,
+        requeue_delay: float = 1.0,
     ) -> None:
-        super().__init__(node_pools)
+        super().__init__(node_pools, requeue_delay=requeue_delay)
         self.cluster_queues: dict[str, _ClusterQueue] = {}
         self.cohorts: dict[str, _Node] = {}
         self._requeue_roots: set[int] = set()

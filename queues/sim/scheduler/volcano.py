@@ -117,8 +117,8 @@ class VolcanoSimulator(SimulatorBase):
     """
 
     def __init__(self, queues: Iterable[VolcanoQueue | Mapping[str, Any]],
-                 node_pools: Iterable[NodePool]) -> None:
-        super().__init__(node_pools)
+                 node_pools: Iterable[NodePool], *, requeue_delay: float = 1.0) -> None:
+        super().__init__(node_pools, requeue_delay=requeue_delay)
         self.queues: dict[str, VolcanoQueue] = {}
         for index, item in enumerate(queues):
             queue = item if isinstance(item, VolcanoQueue) else VolcanoQueue.from_manifest(item)
@@ -162,12 +162,13 @@ class VolcanoSimulator(SimulatorBase):
     @classmethod
     def from_specs(cls, *, flavors: Iterable[FlavorSpec], teams: Iterable[TeamQueueSpec],
                    cohorts: Iterable[CohortSpec] = (),
-                   node_pools: Iterable[NodePool]) -> VolcanoSimulator:
+                   node_pools: Iterable[NodePool],
+                   requeue_delay: float = 1.0) -> VolcanoSimulator:
         """Queues rendered from the portal's specs by ``queues.render.volcano.queues``
         (deserved = nominal, capability = nominal + borrowing limit, guarantee =
         nominal - lending limit), on ``node_pools``."""
         manifests = render_volcano.queues(flavors=flavors, cohorts=cohorts, teams=teams)
-        return cls(manifests, node_pools)
+        return cls(manifests, node_pools, requeue_delay=requeue_delay)
 
     # ----------------------------------------------------------- public reads
 
