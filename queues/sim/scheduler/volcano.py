@@ -14,9 +14,13 @@ Semantics (volcano-sh/volcano ``pkg/scheduler/plugins/capacity/capacity.go``,
   guarantee covers its children and is not counted twice);
   ``deserved = max(min(deserved, realCapability), guarantee)``.
 * enqueue: a PodGroup goes ``Pending -> Inqueue`` when ``minResources +
-  allocated + inqueue <= realCapability`` for its queue and every ancestor
-  queue (``jobEnqueueable``); otherwise it stays Pending ("queue resource quota
-  insufficient").
+  allocated + inqueue <= realCapability`` of its queue (``jobEnqueueable``);
+  otherwise it stays Pending ("queue resource quota insufficient"). Two
+  simplifications: only the job's own queue is checked at enqueue (ancestors
+  are checked when allocating, so a starving queue under ``deserved`` can still
+  reach the reclaim action when its parent is full), and lower-priority work
+  running in the same queue is not counted (so a higher-priority job reaches
+  the preempt action).
 * allocate: queues in order of share (``allocated / deserved``, lowest
   first), jobs by priority then age; a job starts when ``allocated + request
   <= realCapability`` up the hierarchy (``AllocatableFn``) and at least
@@ -295,8 +299,7 @@ class VolcanoSimulator(SimulatorBase):
         for record in sorted(self._pending, key=self._order):
             job = record.job
             need = job.gang_size * job.gpus_per_worker
-            if self._fits_capability(job.queue_name, job.gpu_resource, need,
-                                     "allocated", "inqueue"):
+            if self._enqueueable(record, need):
                 self._pending.remove(record)
                 self._inqueue.append(record)
                 self._add(job.queue_name, "inqueue", job.gpu_resource, need)
@@ -321,6 +324,20 @@ class VolcanoSimulator(SimulatorBase):
             if record.state == "Pending" and record in self._inqueue:
                 self._evict_for(record, within_queue=True) or self._evict_for(
                     record, within_queue=False)
+
+    def _enqueueable(self, record: WorkloadRecord, need: int) -> bool:
+        """``jobEnqueueable`` on the job's own queue: ``minResources + allocated +
+        inqueue <= realCapability``, where lower-priority work running in the same
+        queue does not count (the preempt action can take it back)."""
+        job = record.job
+        queue = self.queues[job.queue_name]
+        preemptible = sum(
+            self._pods[other.key] * other.job.gpus_per_worker for other in self.running()
+            if other.job.queue_name == job.queue_name and other.job.priority < job.priority
+            and other.job.gpu_resource == job.gpu_resource)
+        used = (queue.allocated.get(job.gpu_resource, 0) - preemptible
+                + queue.inqueue.get(job.gpu_resource, 0) + need)
+        return used <= queue.real_capability.get(job.gpu_resource, 0)
 
     def _try_allocate(self, record: WorkloadRecord) -> bool:
         job = record.job
@@ -364,8 +381,8 @@ class VolcanoSimulator(SimulatorBase):
         own = self.queues[queue]
         if not within_queue:
             future = own.allocated.get(resource, 0) + need
-            if future > own.deserved_eff.get(resource, 0) or not self._fits_capability(
-                    queue, resource, need, "allocated"):
+            if future > own.deserved_eff.get(resource, 0) or future > own.real_capability.get(
+                    resource, 0):
                 return False  # PreemptiveFn: the queue would go above deserved
         candidates = []
         for other in self.running():
@@ -376,7 +393,7 @@ class VolcanoSimulator(SimulatorBase):
                     candidates.append(other)
             elif other.job.queue_name != queue and self.queues[other.job.queue_name].reclaimable:
                 candidates.append(other)
-        candidates.sort(key=lambda r: (r.job.priority, -(r.last_admitted or 0.0), r.seq))
+        candidates.sort(key=lambda r: (r.job.priority, -(r.last_admitted or 0.0), -r.seq))
         allocated = {name: dict(q.allocated) for name, q in self.queues.items()}
         freed: dict[str, int] = {}
         victims: list[WorkloadRecord] = []
