@@ -201,13 +201,16 @@ USAGE_RETENTION_DAILY_DAYS = env.int("USAGE_RETENTION_DAILY_DAYS", default=1825)
 IDLE_GRACE_HOURS = env.float("IDLE_GRACE_HOURS", default=24.0)
 #: Hours a snooze (allowed once per flag, with a justification) holds off reclaim.
 IDLE_SNOOZE_HOURS = env.float("IDLE_SNOOZE_HOURS", default=72.0)
-#: Sender of idle-GPU emails (Django's EMAIL_* settings choose the backend).
+#: Sender of idle-GPU emails.
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="gpu-portal@localhost")
-EMAIL_BACKEND = env.str("EMAIL_BACKEND",
-                        default="django.core.mail.backends.smtp.EmailBackend" if not DEBUG
-                        else "django.core.mail.backends.console.EmailBackend")
-EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
-EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+#: Django's mailers (Django 6.1): SMTP at EMAIL_HOST:EMAIL_PORT in production, the
+#: console in the demo (DEBUG); EMAIL_BACKEND overrides the backend class.
+_EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.smtp.EmailBackend"
+                         if not DEBUG else "django.core.mail.backends.console.EmailBackend")
+MAILERS = {"default": {"BACKEND": _EMAIL_BACKEND, "OPTIONS": {
+    "host": env.str("EMAIL_HOST", default="localhost"),
+    "port": env.int("EMAIL_PORT", default=25),
+} if _EMAIL_BACKEND.endswith("smtp.EmailBackend") else {}}}
 
 # --- logging ------------------------------------------------------------------------
 LOGGING = {

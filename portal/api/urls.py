@@ -1,8 +1,10 @@
 """``/api/v1/`` routes."""
 
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
 from portal.api import views
+from portal.api.usage import UtilizationView
 
 router = DefaultRouter()
 router.register("flavors", views.FlavorViewSet, basename="flavor")
@@ -10,4 +12,7 @@ router.register("cohorts", views.CohortViewSet, basename="cohort")
 router.register("teams", views.TeamViewSet, basename="team")
 router.register("quota-requests", views.QuotaRequestViewSet, basename="quota-request")
 
-urlpatterns = router.urls
+urlpatterns = [
+    path("utilization/", UtilizationView.as_view(), name="utilization"),
+    *router.urls,
+]
