@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from portal.views import staff, teams
+from portal.views import staff, teams, utilization
 from portal.views.dashboard import dashboard
 from portal.views.health import healthz
 
@@ -19,6 +19,13 @@ urlpatterns = [
     path("teams/<slug:slug>/members/", teams.member_add, name="team-member-add"),
     path("teams/<slug:slug>/members/<str:username>/remove/", teams.member_remove,
          name="team-member-remove"),
+    path("teams/<slug:slug>/utilization/", utilization.team_utilization,
+         name="team-utilization"),
+    path("teams/<slug:slug>/utilization/flags/<int:pk>/snooze/", utilization.flag_snooze,
+         name="idle-flag-snooze"),
+    path("staff/utilization/", utilization.staff_utilization, name="staff-utilization"),
+    path("staff/utilization/flags/<int:pk>/reclaim/", utilization.flag_reclaim,
+         name="idle-flag-reclaim"),
     path("staff/requests/", staff.review_queue, name="review-queue"),
     path("staff/requests/<int:pk>/", staff.review_detail, name="review-detail"),
     path("staff/requests/<int:pk>/approve/", staff.review_approve, name="review-approve"),
