@@ -1,8 +1,9 @@
 """``/api/v1/`` routes."""
 
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from portal.api import views
+from portal.api import fairness, views
 
 router = DefaultRouter()
 router.register("flavors", views.FlavorViewSet, basename="flavor")
@@ -10,4 +11,7 @@ router.register("cohorts", views.CohortViewSet, basename="cohort")
 router.register("teams", views.TeamViewSet, basename="team")
 router.register("quota-requests", views.QuotaRequestViewSet, basename="quota-request")
 
-urlpatterns = router.urls
+urlpatterns = [
+    path("fairness/", fairness.FairnessView.as_view(), name="fairness"),
+    *router.urls,
+]
