@@ -170,6 +170,12 @@ CELERY_BEAT_SCHEDULE = {
     # and a full drift check of each every RECONCILE_DRIFT_CHECK_SECONDS.
     "resync": {"task": "portal.resync", "schedule": 30.0},
 }
+#: Fairness history: a snapshot per flavor every interval, kept for the retention.
+FAIRNESS_SNAPSHOT_INTERVAL_SECONDS = env.int("FAIRNESS_SNAPSHOT_INTERVAL_SECONDS", default=300)
+FAIRNESS_SNAPSHOT_RETENTION_DAYS = env.int("FAIRNESS_SNAPSHOT_RETENTION_DAYS", default=30)
+CELERY_BEAT_SCHEDULE["fairness-snapshot"] = {
+    "task": "portal.fairness_snapshot", "schedule": float(FAIRNESS_SNAPSHOT_INTERVAL_SECONDS),
+}
 
 # --- the cluster side ---------------------------------------------------------------
 SCHEDULER_BACKEND = env.str("SCHEDULER_BACKEND", default="kueue")

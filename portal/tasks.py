@@ -91,3 +91,17 @@ def resync() -> list[int]:
     for cluster_id in ids:
         reconcile_cluster_task.delay(cluster_id)
     return ids
+
+
+@shared_task(name="portal.fairness_snapshot")
+def fairness_snapshot() -> dict:
+    """Store every flavor's fairness for the history charts (periodic, every
+    ``FAIRNESS_SNAPSHOT_INTERVAL_SECONDS``) and delete snapshots older than
+    ``FAIRNESS_SNAPSHOT_RETENTION_DAYS``.
+
+    Returns ``{"created": int, "pruned": int}``. Idempotent: a second run in the same
+    interval creates nothing (see :func:`portal.services.fairness.fairness_snapshot_take`).
+    """
+    from portal.services.fairness import fairness_snapshot_take
+
+    return fairness_snapshot_take()
