@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from portal.views import staff, teams
+from portal.views import fairness, staff, teams
 from portal.views.dashboard import dashboard
 from portal.views.health import healthz
 
@@ -20,6 +20,7 @@ urlpatterns = [
     path("teams/<slug:slug>/members/<str:username>/remove/", teams.member_remove,
          name="team-member-remove"),
     path("staff/requests/", staff.review_queue, name="review-queue"),
+    path("staff/fairness/", fairness.staff_fairness, name="staff-fairness"),
     path("staff/requests/<int:pk>/", staff.review_detail, name="review-detail"),
     path("staff/requests/<int:pk>/approve/", staff.review_approve, name="review-approve"),
     path("staff/requests/<int:pk>/reject/", staff.review_reject, name="review-reject"),
