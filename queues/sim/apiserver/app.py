@@ -90,6 +90,9 @@ class Emulator:
         self._seed_namespaces = seed_namespaces
         self._custom_gets: list[tuple[re.Pattern[str], GetHandler]] = []
         self._extra_resources: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        from . import kueue_visibility  # imports this module: bound late
+
+        kueue_visibility.install(self)
         self.reset()
 
     # ------------------------------------------------------------------ public API
