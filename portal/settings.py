@@ -175,6 +175,14 @@ CELERY_BEAT_SCHEDULE = {
     "usage-rollup": {"task": "portal.usage_rollup", "schedule": 3600.0},
     "usage-prune": {"task": "portal.usage_prune", "schedule": 86400.0},
     "idle-detect": {"task": "portal.idle_detect", "schedule": 900.0},
+    # Gang jobs: read every live job's Workload, events and queue position.
+    "jobs-sync": {"task": "portal.jobs_sync", "schedule": 15.0},
+}
+#: Fairness history: a snapshot per flavor every interval, kept for the retention.
+FAIRNESS_SNAPSHOT_INTERVAL_SECONDS = env.int("FAIRNESS_SNAPSHOT_INTERVAL_SECONDS", default=300)
+FAIRNESS_SNAPSHOT_RETENTION_DAYS = env.int("FAIRNESS_SNAPSHOT_RETENTION_DAYS", default=30)
+CELERY_BEAT_SCHEDULE["fairness-snapshot"] = {
+    "task": "portal.fairness_snapshot", "schedule": float(FAIRNESS_SNAPSHOT_INTERVAL_SECONDS),
 }
 
 # --- the cluster side ---------------------------------------------------------------

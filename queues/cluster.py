@@ -255,6 +255,37 @@ class KubernetesCluster:
             raise
         return True
 
+    def create(self, obj: dict, *, field_manager: str = FIELD_MANAGER) -> dict:
+        """Create ``obj`` (POST); the stored object. A 409 AlreadyExists raises
+        :class:`TransientError` with ``reason == "AlreadyExists"``; other failures as usual.
+        """
+        api_version, kind = obj["apiVersion"], obj["kind"]
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace")
+        resource = self._resource(api_version, kind)
+        what = f"create {self._describe(api_version, kind, meta.get('name'), namespace)}"
+        return self._call(what, lambda: resource.create(
+            body=obj, namespace=namespace, field_manager=field_manager,
+            _request_timeout=self._timeout,
+        )).to_dict()
+
+    def patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict,
+              *, subresource: str = "", field_manager: str = FIELD_MANAGER) -> dict:
+        """JSON merge patch (RFC 7386) of one object, or of its ``status`` subresource
+        (``subresource="status"``); the patched object. Lists in ``patch`` replace
+        the stored lists whole. Raises :class:`PermanentError` (404 if missing) or
+        :class:`TransientError`.
+        """
+        resource = self._resource(api_version, kind)
+        target = resource.subresources[subresource] if subresource else resource
+        what = f"patch {self._describe(api_version, kind, name, namespace)}" + (
+            f"/{subresource}" if subresource else "")
+        return self._call(what, lambda: target.patch(
+            name=name, namespace=namespace, body=patch,
+            content_type="application/merge-patch+json", field_manager=field_manager,
+            _request_timeout=self._timeout,
+        )).to_dict()
+
     def status(self, api_version: str, kind: str, name: str, namespace: str | None = None
                ) -> dict | None:
         """The object's ``status`` dict (``{}`` when it has none), ``None`` if it does not exist.

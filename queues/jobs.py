@@ -63,6 +63,7 @@ from queues.specs import SpecError, check_dns_label, check_extended_resource_nam
 __all__ = [
     "FORBIDDEN_ENV",
     "JOBSET_API_VERSION",
+    "JOB_UID_LABEL",
     "JOB_API_VERSION",
     "KINDS",
     "MAX_NAME_LENGTH",
@@ -748,15 +749,22 @@ def _admitted_flavor(workload: dict | None) -> tuple[str | None, str | None]:
     return flavor, admission.get("clusterQueue")
 
 
-def _job_failed_create(job_conds: dict[str, dict], events: Sequence[dict]) -> tuple[bool, str]:
-    """(quota refused?, message) for pods the job controller could not create."""
+def _job_failed_create(job_conds: dict[str, dict], events: Sequence[dict],
+                       since: dt.datetime | None) -> tuple[bool, str]:
+    """(quota refused?, message) for pods the job controller could not create.
+
+    Only events at or after ``since`` (the current admission) count: a refusal
+    before an earlier preemption says nothing about this admission.
+    """
     messages = []
     for cond in job_conds.values():
         text = f"{cond.get('reason', '')} {cond.get('message', '')}"
         if cond.get("status") == "True" and _EXCEEDED_QUOTA.search(text):
             messages.append(cond.get("message") or "")
     for event in events:
-        if event.get("reason") == "FailedCreate":
+        when = _event_time(event)
+        if event.get("reason") == "FailedCreate" and (
+                since is None or when is None or when >= since):
             messages.append(event.get("message") or "")
     quota = [m for m in messages if _EXCEEDED_QUOTA.search(m)]
     if quota:
@@ -775,6 +783,8 @@ def _timeline(workload: dict | None, job: dict | None, events: Sequence[dict]) -
     entries = []
     for source, obj in (("Workload", workload), ("Job", job)):
         for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
+            if not isinstance(cond, dict):
+                continue
             entries.append({
                 "source": source,
                 "type": cond.get("type", ""),
@@ -939,7 +949,7 @@ def interpret_kueue(
         if _active_pods(job) > 0 or (pods_ready and pods_ready.get("status") == "True"):
             return status("Running", "Running",
                           f"Running on flavor {flavor}." if flavor else "Running.")
-        refused, detail = _job_failed_create(job_conds, events)
+        refused, detail = _job_failed_create(job_conds, events, common["admitted_at"])
         if refused:
             return status(
                 "Admitted", "NamespaceQuotaExceeded",

@@ -2,6 +2,7 @@
 
 from portal.models.audit import AuditEvent
 from portal.models.clusters import Cluster, GpuFlavor, PriorityClass
+from portal.models.fairness import FairnessSnapshot
 from portal.models.jobs import Job
 from portal.models.quota import QuotaGrant, QuotaRequest
 from portal.models.reconcile import ManagedObject
@@ -12,6 +13,7 @@ __all__ = [
     "AuditEvent",
     "Cluster",
     "Cohort",
+    "FairnessSnapshot",
     "GpuFlavor",
     "IdleFlag",
     "Job",

@@ -3,14 +3,13 @@
 * Kueue: merge-patch ``spec.active: false`` on the job's Workload
   (``KubernetesCluster.deactivate_workload``, from the ``jobs-queues`` branch); Kueue then
   evicts it and its pods stop, while the Job and the Workload stay.
-* Volcano: create a ``bus.volcano.sh/v1alpha1`` ``Command`` with action ``AbortJob``
-  targeting the vcjob (rendered by ``queues.render.volcano.abort_job_command`` from the
-  ``volcano`` branch, created with ``KubernetesCluster.create``); Volcano aborts the job
-  (pods removed, job kept in ``Aborted``).
+* Volcano: a ``bus.volcano.sh/v1alpha1`` ``Command`` with action ``AbortJob`` targeting
+  the live vcjob (``queues.volcano_jobs.render_command``, sent with the port's
+  ``issue_command``; both from the ``volcano`` branch); Volcano kills the pods and keeps
+  the job in ``Aborted``.
 
 Used by idle-GPU reclaim (``portal.job_deactivate``); idempotent (a Workload already
-inactive is patched to the same value; an abort Command has a deterministic name, and an
-"already exists" answer counts as done).
+inactive is patched to the same value; a vcjob already aborting or stopped is left alone).
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ from collections.abc import Callable
 from portal.models import Cluster, Job
 from portal.services.audit import audit_record
 from portal.services.reconcile import cluster_port
-from queues.errors import PermanentError, TransientError
+from queues.errors import PermanentError
 
 
 def _kueue(port, job: Job) -> dict:
@@ -40,18 +39,25 @@ def _kueue(port, job: Job) -> dict:
             "active": None if patched is None else patched["spec"].get("active")}
 
 
-def _volcano(port, job: Job) -> dict:
-    from queues.render.volcano import abort_job_command  # from the volcano branch
+#: vcjob phases in which its pods are already stopped (nothing to abort).
+_VOLCANO_STOPPED = ("Aborting", "Aborted", "Terminating", "Terminated", "Completed", "Failed")
 
-    command = abort_job_command(namespace=job.team.slug, job_name=job.name,
-                                reason="IdleGPUReclaim")
-    try:
-        port.create(command)
-    except TransientError as exc:
-        if getattr(exc, "reason", "") != "AlreadyExists":
-            raise
-    return {"backend": "volcano", "kind": "Command", "name": command["metadata"]["name"],
-            "action": "AbortJob"}
+
+def _volcano(port, job: Job) -> dict:
+    # From the volcano branch: queues.volcano_jobs.render_command / ABORT / JOB_API_VERSION
+    # and the cluster port's issue_command (not merged here yet).
+    from queues import volcano_jobs as vjobs
+
+    live = port.get(vjobs.JOB_API_VERSION, "Job", job.name, job.team.slug)
+    phase = (((live or {}).get("status") or {}).get("state") or {}).get("phase") or ""
+    done = {"backend": "volcano", "kind": "Command", "name": f"{job.name}-abortjob",
+            "action": vjobs.ABORT}
+    if live is None or phase in _VOLCANO_STOPPED:
+        return {**done, "skipped": phase or "gone"}
+    port.issue_command(vjobs.render_command(
+        job=live, action=vjobs.ABORT, reason="IdleGPUReclaim",
+        message="idle GPUs reclaimed by platform staff"))
+    return done
 
 
 #: Backend name (``Cluster.backend``) -> ``(port, job) -> what was done``.

@@ -16,6 +16,7 @@ from portal.models import QuotaRequest
 from portal.selectors.teams import TeamPage, team_page, teams_for_user
 from portal.services.quota import quota_request_create, quota_request_withdraw
 from portal.services.teams import membership_remove, membership_set
+from portal.views.fairness import team_fairness_chart
 
 
 def _page_or_404(request: HttpRequest, slug: str) -> TeamPage:
@@ -32,6 +33,7 @@ def _render_team(request, page: TeamPage, *, quota_form=None, member_form=None, 
         member_form = MemberForm()
     return render(request, "portal/team_detail.html", {
         "page": page, "team": page.team, "quota_form": quota_form, "member_form": member_form,
+        "fairness_chart": team_fairness_chart(team=page.team, flavors=page.flavors),
     }, status=status)
 
 
