@@ -159,10 +159,10 @@ def _pool(flavor: str, resource: str, total_units: int, model: str,
 def pools_from_json(data: Iterable[Mapping[str, Any]]
                     ) -> tuple[list[NodePool], dict[str, dict[str, str]]]:
     """Node pools from a JSON-able list (the CLI's ``--pools`` file), one item per flavor:
-    ``{"flavor", "gpu_resource", "gpus" (units of the resource), "gpus_per_node"
-    (whole GPUs per node, default 8), "gpu_model", "node_labels"}``. A MIG
-    resource (``nvidia.com/mig-1g.10gb``) gets ``7`` instances per GPU for
-    ``1g`` (3 for 2g, 2 for 3g, 1 for 4g/7g). Returns ``(pools, {flavor:
+    ``{"flavor", "gpu_resource", "gpus" (physical GPUs), "gpus_per_node" (default
+    8), "gpu_model", "node_labels"}``. A MIG resource (``nvidia.com/mig-1g.10gb``)
+    gives ``7`` instances per GPU for ``1g`` (3 for 2g, 2 for 3g, 1 for 4g/7g),
+    so ``gpus: 8`` of it is 56 schedulable units. Returns ``(pools, {flavor:
     node_labels})``. Raises ``SpecError`` naming the bad item's field.
     """
     pools, labels = [], {}
@@ -176,6 +176,8 @@ def pools_from_json(data: Iterable[Mapping[str, Any]]
             raise SpecError(f"pools[{index}]", f"needs flavor and gpus: {exc}") from None
         if units < 1:
             continue
+        mig = _mig_profile(resource)
+        units *= _MIG_INSTANCES.get(mig.split(".", 1)[0], 1) if mig else 1
         pools.append(_pool(flavor, resource, units, str(item.get("gpu_model") or "NVIDIA GPU"),
                            per_node))
         labels[flavor] = {str(k): str(v) for k, v in (item.get("node_labels") or {}).items()}
