@@ -330,8 +330,9 @@ def _populate(site, n: int) -> None:
         make_request(team=site["vision"], flavor=site["flavor"], requested_by=site["lead"])
 
 
-# session + user (2), team with role, grants, members, requests, flavors (5), objects (1)
-TEAM_PAGE = 8
+# session + user (2), team with role, grants, members, requests, flavors (5), objects (1),
+# the fairness panel: cohorts, teams, grants, jobs of the cluster (4)
+TEAM_PAGE = 12
 # session + user (2), team with role, grants, members, requests, flavors (5), request (1),
 # objects (1)
 TEAM_REQUEST_PAGE = 9
