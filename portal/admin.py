@@ -5,11 +5,13 @@ catalog rows (clusters, flavors, cohorts, priority classes) are plain edits
 that bump the cluster's spec generation so the reconciler picks them up.
 """
 
+from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
+from django.db import transaction
 
 from portal import models
-from portal.services import quota
+from portal.services import catalog, quota
 from portal.services.outbox import cluster_spec_bump
 
 
@@ -31,9 +33,37 @@ class BumpsClusterAdmin(admin.ModelAdmin):
             cluster_spec_bump(cluster_id=cluster_id)
 
 
+class ClusterForm(forms.ModelForm):
+    """Refuses a backend switch the renderers could not honour (``catalog.backend_problems``)."""
+
+    class Meta:
+        model = models.Cluster
+        fields = ["name", "backend", "kube_context"]
+
+    def clean(self):
+        data = super().clean()
+        if self.instance.pk and "backend" in self.changed_data:
+            for message in catalog.backend_problems(
+                cluster=self.instance, backend=data.get("backend")
+            ).get("backend", []):
+                self.add_error("backend", message)
+        return data
+
+
 @admin.register(models.Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    list_display = ("name", "backend", "kube_context", "spec_generation")
+    """A backend switch bumps the spec generation and reconciles on commit (old objects pruned)."""
+
+    form = ClusterForm
+    list_display = ("name", "backend", "kube_context", "spec_generation", "applied_generation")
+
+    def save_model(self, request, obj, form, change) -> None:
+        super().save_model(request, obj, form, change)
+        if change and "backend" in form.changed_data:
+            cluster_spec_bump(cluster_id=obj.pk)
+            from portal.tasks import reconcile_cluster_task
+
+            transaction.on_commit(lambda: reconcile_cluster_task.delay(obj.pk))
 
 
 @admin.register(models.GpuFlavor)

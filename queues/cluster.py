@@ -269,6 +269,25 @@ class KubernetesCluster:
             _request_timeout=self._timeout,
         )).to_dict()
 
+    def issue_command(self, command: dict) -> dict:
+        """Create a Volcano ``bus.volcano.sh/v1alpha1`` Command (see
+        ``queues.volcano_jobs.render_command``); the stored Command.
+
+        Idempotent: a Command of that name still waiting for Volcano's
+        controller (409 AlreadyExists) is returned as it is. Raises
+        :class:`TransientError` or :class:`PermanentError` (404 ``UnknownKind``
+        when Volcano is not installed).
+        """
+        try:
+            return self.create(command)
+        except TransientError as exc:
+            if exc.reason != "AlreadyExists":
+                raise
+        meta = command["metadata"]
+        existing = self.get(command["apiVersion"], command["kind"], meta["name"],
+                            meta.get("namespace"))
+        return existing if existing is not None else self.create(command)
+
     def patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict,
               *, subresource: str = "", field_manager: str = FIELD_MANAGER) -> dict:
         """JSON merge patch (RFC 7386) of one object, or of its ``status`` subresource

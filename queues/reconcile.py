@@ -16,8 +16,13 @@ For each desired object, in the given (dependency) order:
    is *drift*: it is corrected and reported (``drift=True``);
 3. read the observed state (a ClusterQueue's ``Active`` condition).
 
-Then prune: for each managed kind, list the objects carrying our managed-by
-label and delete those not desired (dependents first). Objects without the
+Then prune: for each managed kind of *either* backend (:data:`MANAGED_KINDS`),
+list the objects carrying our managed-by label and delete those not desired
+(dependents first; Volcano child Queues before their parents). Pruning the
+other backend's kinds is what makes switching a cluster's backend converge:
+the old backend's labelled objects are no longer desired, so they go. A
+kind the cluster does not serve (Volcano's CRDs on a Kueue-only cluster)
+holds no objects and is skipped. Objects without the
 label are never listed, so never touched. Namespaces are *retained*, not
 deleted: deleting a Namespace deletes everything in it, including objects
 that are not ours (a team's Secrets, PVCs, ConfigMaps).
@@ -41,7 +46,9 @@ from queues.render.labels import TEAM_LABEL, managed_selector
 
 __all__ = [
     "KUEUE_KINDS",
+    "MANAGED_KINDS",
     "RETAINED_KINDS",
+    "VOLCANO_KINDS",
     "ClusterPort",
     "Key",
     "ObjectResult",
@@ -67,6 +74,19 @@ KUEUE_KINDS: tuple[tuple[str, str], ...] = (
     ("v1", "ResourceQuota"),
     ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
     ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
+)
+
+#: Kinds the Volcano backend manages, in apply order.
+VOLCANO_KINDS: tuple[tuple[str, str], ...] = (
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("v1", "Namespace"),
+    ("v1", "ResourceQuota"),
+    ("scheduling.volcano.sh/v1beta1", "Queue"),
+)
+
+#: Every kind either backend manages, in apply order: what prune looks at.
+MANAGED_KINDS: tuple[tuple[str, str], ...] = KUEUE_KINDS + tuple(
+    kind for kind in VOLCANO_KINDS if kind not in KUEUE_KINDS
 )
 
 #: Kinds that are never pruned (reported as ``retained``): deleting them
@@ -286,16 +306,40 @@ def _sync_one(port: ClusterPort, desired: dict, last_hash: str | None,
                         live_known=True, **common)
 
 
+def _children_first(items: list[dict]) -> list[dict]:
+    """Items by key, except that an item whose ``spec.parent`` names another comes first.
+
+    Volcano Queues form a tree through ``spec.parent``: a child is deleted
+    before its parent. Other kinds have no ``spec.parent`` and keep key order.
+    """
+    parents = {(i.get("metadata") or {}).get("name"): (i.get("spec") or {}).get("parent")
+               for i in items}
+
+    def depth(name: str | None) -> int:
+        level, seen = 0, set()
+        while parents.get(name) and name not in seen:
+            seen.add(name)
+            name = parents[name]
+            level += 1
+        return level
+
+    return sorted(items, key=lambda i: (-depth((i.get("metadata") or {}).get("name")),
+                                        key_of(i)))
+
+
 def _prune(port: ClusterPort, kinds: Sequence[tuple[str, str]], wanted: set[Key],
            result: ReconcileResult) -> None:
     for api_version, kind in reversed(kinds):
         try:
             items = port.list(api_version, kind, managed_selector())
         except ClusterError as exc:
+            if exc.reason == "UnknownKind":  # not served here: nothing of it to prune
+                continue
             result.objects.append(_failure((api_version, kind, "", "*"), exc))
             continue
-        for item in sorted(items, key=key_of):
-            key = key_of({**item, "apiVersion": api_version, "kind": kind})
+        items = [{**item, "apiVersion": api_version, "kind": kind} for item in items]
+        for item in _children_first(items):
+            key = key_of(item)
             if key in wanted:
                 continue
             if (api_version, kind) in RETAINED_KINDS:
@@ -324,7 +368,7 @@ def reconcile(
     desired: Iterable[dict],
     last_applied: Mapping[Key, str] | None = None,
     *,
-    kinds: Sequence[tuple[str, str]] = KUEUE_KINDS,
+    kinds: Sequence[tuple[str, str]] = MANAGED_KINDS,
     prune: bool = True,
 ) -> ReconcileResult:
     """Converge the cluster behind ``port`` to ``desired``; see the module doc.
@@ -334,7 +378,8 @@ def reconcile(
     * ``last_applied``: :data:`Key` -> :func:`content_hash` of what was last
       applied successfully (empty on the first run: everything is applied
       once, which also takes ownership of our fields);
-    * ``kinds``: the (apiVersion, kind) pairs to prune, in apply order;
+    * ``kinds``: the (apiVersion, kind) pairs to prune, in apply order
+      (default both backends' kinds: :data:`MANAGED_KINDS`);
     * ``prune``: set ``False`` to skip the prune phase.
 
     Returns a :class:`ReconcileResult`. Never raises a cluster error: failures

@@ -12,7 +12,12 @@ from portal.models.validators import validate_gpu_resource
 from portal.services.audit import audit_record
 from portal.services.fields import quantity_string, whole_count
 from portal.services.outbox import cluster_spec_bump
-from portal.services.teams import dns_label, weight_value
+from portal.services.teams import (
+    VOLCANO_RESERVED_NAMES,
+    dns_label,
+    volcano_queue_name,
+    weight_value,
+)
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -59,6 +64,62 @@ def cluster_create(*, actor, name: str, backend: str = "kueue", kube_context: st
     cluster = Cluster.objects.create(name=name, backend=backend, kube_context=kube_context)
     audit_record(actor=actor, action="cluster.created", target=cluster,
                  after={"name": name, "backend": backend})
+    return cluster
+
+
+def backend_problems(*, cluster: Cluster, backend: str) -> dict[str, list[str]]:
+    """What stops ``cluster`` from being rendered for ``backend``: ``{field: [messages]}``.
+
+    Volcano needs whole team and cohort weights 1..65535 and distinct queue
+    names (team slugs, cohort names, not ``root``/``default``). Two queries
+    whatever the number of teams. Empty dict: nothing stops it.
+    """
+    problems: dict[str, list[str]] = {}
+    if backend not in Cluster.Backend.values:
+        return {"backend": [f"'{backend}' is not one of: kueue, volcano."]}
+    if backend != Cluster.Backend.VOLCANO:
+        return problems
+    cohorts = list(Cohort.objects.filter(cluster=cluster).values_list("name", "weight"))
+    teams = list(cluster.teams.values_list("slug", "weight"))
+    names = {name for name, _ in cohorts}
+    for what, rows in (("cohort", cohorts), ("team", teams)):
+        for name, weight in rows:
+            try:
+                weight_value("weight", weight, backend=backend)
+            except ValidationError as exc:
+                problems.setdefault("backend", []).append(
+                    f"{what} '{name}': {exc.message_dict['weight'][0]}")
+            if name in VOLCANO_RESERVED_NAMES or (what == "team" and name in names):
+                problems.setdefault("backend", []).append(
+                    f"{what} '{name}': its name is taken by another Volcano queue.")
+    return problems
+
+
+@transaction.atomic
+def cluster_backend_set(*, actor, cluster: Cluster, backend: str) -> Cluster:
+    """Staff switch a cluster's scheduler backend (``kueue`` <-> ``volcano``).
+
+    Validates first (:func:`backend_problems`: ValidationError naming
+    ``backend``), then in one transaction changes the row, bumps the spec
+    generation and, on commit, enqueues ``portal.reconcile_cluster``: the
+    reconciler applies the new backend's objects and prunes the old backend's
+    labelled ones (Namespaces and anything unlabelled stay).
+    """
+    _staff_only(actor, "scheduler backends")
+    problems = backend_problems(cluster=cluster, backend=backend)
+    if problems:
+        raise ValidationError(problems)
+    before = cluster.backend
+    if before == backend:
+        return cluster
+    Cluster.objects.filter(pk=cluster.pk).update(backend=backend)
+    cluster_spec_bump(cluster_id=cluster.pk)
+    cluster.refresh_from_db()
+    audit_record(actor=actor, action="cluster.backend_changed", target=cluster,
+                 before={"backend": before}, after={"backend": backend})
+    from portal.tasks import reconcile_cluster_task
+
+    transaction.on_commit(lambda: reconcile_cluster_task.delay(cluster.pk))
     return cluster
 
 
@@ -113,14 +174,19 @@ def flavor_create(
 def cohort_create(
     *, actor, cluster: Cluster, name: str, parent: Cohort | None = None, weight=Decimal("1")
 ) -> Cohort:
-    """Staff add a cohort (department). Raises ValidationError naming the field."""
+    """Staff add a cohort (department). Raises ValidationError naming the field.
+
+    On a Volcano cluster the weight must be a whole number 1..65535 and the
+    name must not be a team's slug (both become Volcano Queues).
+    """
     _staff_only(actor, "cohorts")
     dns_label("name", name)
-    weight = weight_value("weight", weight)
+    weight = weight_value("weight", weight, backend=cluster.backend)
     if parent is not None and parent.cluster_id != cluster.pk:
         raise ValidationError({"parent": f"Cohort '{parent.name}' is in another cluster."})
     if Cohort.objects.filter(cluster=cluster, name=name).exists():
         raise ValidationError({"name": f"Cohort '{name}' already exists in '{cluster.name}'."})
+    volcano_queue_name("name", name, cluster=cluster)
     cohort = Cohort.objects.create(cluster=cluster, name=name, parent=parent, weight=weight)
     cluster_spec_bump(cluster_id=cluster.pk)
     audit_record(actor=actor, action="cohort.created", target=cohort,

@@ -24,13 +24,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from portal import access
-from portal.models import GpuFlavor, Job, PriorityClass, QuotaGrant, Team
+from portal.models import Cluster, GpuFlavor, Job, PriorityClass, QuotaGrant, Team
 from portal.selectors.quota import max_admissible_gpus
-from portal.selectors.specs import cluster_specs
+from portal.selectors.specs import cluster_specs, flavor_spec
 from portal.services.audit import audit_record
 from portal.services.fields import whole_count
 from queues import jobs as qjobs
 from queues import quantity
+from queues import volcano_jobs as vjobs
 from queues.errors import ClusterError, PermanentError
 from queues.specs import SpecError
 
@@ -217,6 +218,9 @@ def job_submit(*, actor, team: Team, **fields) -> Job:
     naming the field (see :func:`job_check`).
     """
     plan = job_check(actor=actor, team=team, **fields)  # nothing is written on any error
+    refusal = _queue_refusal(team)
+    if refusal:
+        raise ValidationError({"team": [f"Refused: {refusal}."]})
     try:
         with transaction.atomic():
             job = Job.objects.create(
@@ -225,7 +229,7 @@ def job_submit(*, actor, team: Team, **fields) -> Job:
             )
             # The portal's job id labels the job and its pods: render once the row has it.
             spec = dataclasses.replace(plan.spec, job_label=str(job.pk))
-            job.manifest = qjobs.render_kueue_job(spec)
+            job.manifest = render_job(spec, cluster=team.cluster, flavor=plan.flavor)
             job.save(update_fields=["manifest"])
             audit_record(actor=actor, action="job.submitted", target=job, team=team,
                          after={"name": job.name, "kind": job.kind, "workers": job.workers,
@@ -238,6 +242,49 @@ def job_submit(*, actor, team: Team, **fields) -> Job:
     except SpecError as exc:
         raise ValidationError({_api_field(exc.field): [_spec_message(exc)]}) from exc
     return job
+
+
+def _is_volcano(cluster: Cluster) -> bool:
+    return cluster.backend == Cluster.Backend.VOLCANO
+
+
+#: ``Job.kind`` -> how a multi-pod vcjob finds its peers (``queues.volcano_jobs.FRAMEWORKS``):
+#: an Indexed Job becomes a pytorch-plugin gang (master + workers, RANK/WORLD_SIZE set),
+#: a JobSet (headless Service, DNS hostnames) a svc+env gang.
+VOLCANO_FRAMEWORK = {Job.Kind.JOB: "pytorch", Job.Kind.JOBSET: "svc"}
+
+
+def render_job(spec, *, cluster: Cluster, flavor: GpuFlavor) -> dict:
+    """The manifest of a checked :class:`queues.jobs.JobSpec` for ``cluster``'s backend.
+
+    Kueue: :func:`queues.jobs.render_kueue_job` (suspended Job/JobSet; Kueue
+    injects the flavor's node labels). Volcano:
+    :func:`queues.volcano_jobs.render_volcano_job` with the flavor's node
+    labels and tolerations and :data:`VOLCANO_FRAMEWORK` of the spec's kind.
+    Raises :class:`queues.specs.SpecError`.
+    """
+    if _is_volcano(cluster):
+        return vjobs.render_volcano_job(spec, flavor=flavor_spec(flavor),
+                                        framework=VOLCANO_FRAMEWORK[spec.kind])
+    return qjobs.render_kueue_job(spec)
+
+
+def _queue_refusal(team: Team) -> str | None:
+    """Why the team's Volcano Queue refuses new jobs now (closed), else ``None``.
+
+    Read from the cluster (one GET of the Queue). Kueue clusters, a missing
+    Queue (the reconciler will create it) or an unreachable cluster are not
+    refusals: the job is stored and created by the worker as usual.
+    """
+    if not _is_volcano(team.cluster):
+        return None
+    try:
+        queue = _port(None, None, cluster=team.cluster).get(
+            vjobs.QUEUE_API_VERSION, "Queue", team.slug)
+    except ClusterError as exc:
+        log.warning("could not read the Volcano queue of %s: %s", team.slug, exc)
+        return None
+    return vjobs.queue_refusal(queue) if queue is not None else None
 
 
 def _enqueue(task_name: str, job_id: int) -> None:
@@ -283,12 +330,12 @@ def job_cancel(*, actor, job: Job) -> Job:
 # --- the cluster side (run by Celery tasks) -----------------------------------------
 
 
-def _port(job: Job, port):
+def _port(job: Job | None, port, *, cluster: Cluster | None = None):
     if port is not None:
         return port
     from portal.services.reconcile import cluster_port
 
-    return cluster_port(cluster=job.team.cluster)
+    return cluster_port(cluster=cluster or job.team.cluster)
 
 
 def _job_ref(job: Job) -> tuple[str, str, str, str]:
@@ -357,6 +404,8 @@ def job_cancel_execute(*, job_id: int, port=None) -> str:
     job = _load(job_id)
     if job is None or job.cancel_requested_at is None or job.deleted_at is not None:
         return "skipped"
+    if job.manifest and job.manifest.get("apiVersion") == vjobs.JOB_API_VERSION:
+        return _volcano_cancel(job, _port(job, port))
     api_version, kind, name, namespace = _job_ref(job)
     port = _port(job, port)
     workload = None
@@ -391,6 +440,81 @@ def job_cancel_execute(*, job_id: int, port=None) -> str:
         audit_record(actor=None, action="job.cancelled", target=job, team=job.team,
                      before={"phase": before}, after={"phase": job.phase})
     return "cancelled"
+
+
+#: vcjob phases in which its pods are stopped for good (abort done, or over).
+_VOLCANO_STOPPED = ("Aborted", "Terminating", "Terminated", "Completed", "Failed")
+
+
+def _volcano_cancel(job: Job, port) -> str:
+    """Cancel a vcjob in two level-triggered steps (a vcjob has no suspend field).
+
+    1. While it still runs: an ``AbortJob`` Command (Volcano kills the pods and
+       keeps the vcjob, ``Aborted``); the job shows ``Cancelled``. Returns
+       ``"aborting"``.
+    2. Once Volcano reports it stopped (``Aborted`` or finished) - on the next
+       run, which ``portal.jobs_sync`` makes for every job being cancelled - a
+       ``TerminateJob`` Command, then the vcjob is deleted (its pods, PodGroup
+       and Commands follow by owner references). Returns ``"cancelled"``.
+
+    Raises :class:`TransientError` for the task to retry.
+    """
+    api_version, kind, name, namespace = _job_ref(job)
+    try:
+        live = port.get(api_version, kind, name, namespace)
+        phase = (((live or {}).get("status") or {}).get("state") or {}).get("phase") or ""
+        if live is not None and phase not in _VOLCANO_STOPPED:
+            if phase != "Aborting":
+                port.issue_command(vjobs.render_command(
+                    job=live, action=vjobs.ABORT, message="cancelled through the portal"))
+            step, detail = "aborting", "AbortJob command sent; Volcano stops its pods."
+        else:
+            if live is not None:
+                if phase == "Aborted":
+                    port.issue_command(vjobs.render_command(
+                        job=live, action=vjobs.TERMINATE, message="deleted by the portal"))
+                port.delete_background(api_version, kind, name, namespace)
+            step, detail = "cancelled", "TerminateJob command sent, then the job deleted."
+    except ClusterError as exc:
+        Job.objects.filter(pk=job.pk).update(last_error=str(exc)[:_MAX_ERROR])
+        raise
+    now = timezone.now()
+    with transaction.atomic():
+        job = Job.objects.select_for_update(of=("self",)).select_related("team").get(pk=job.pk)
+        before = job.phase
+        job.timeline = _merge_timeline(list(job.timeline or []), [{
+            "source": "Portal", "type": "Cancelled" if step == "cancelled" else "Aborting",
+            "status": "True", "reason": "Cancelled", "message": detail, "time": _rfc3339(now)}])
+        if not job.is_final or (job.phase == Job.Phase.CANCELLED and step == "cancelled"):
+            job.phase = Job.Phase.CANCELLED
+            job.reason = "Cancelled"
+            job.message = f"Cancelled on request: {detail}"
+            job.finished_at = job.finished_at or now
+        job.queue_position = None
+        if step == "cancelled":
+            job.deleted_at = now
+        job.last_error = ""
+        job.save()
+        if step == "cancelled" or before != Job.Phase.CANCELLED:
+            audit_record(actor=None, action=f"job.{step}", target=job, team=job.team,
+                         before={"phase": before}, after={"phase": job.phase})
+    return step
+
+
+def _volcano_status(port, job: Job, live: dict | None, now: datetime):
+    """Read the vcjob's PodGroup and Queue, and explain them (:func:`interpret_volcano`)."""
+    podgroup = queue = None
+    if live is not None:
+        meta = live.get("metadata") or {}
+        if meta.get("uid"):
+            podgroup = port.get(vjobs.PODGROUP_API_VERSION, "PodGroup",
+                                vjobs.podgroup_name(meta["name"], meta["uid"]),
+                                meta.get("namespace"))
+        queue_name = (live.get("spec") or {}).get("queue")
+        if queue_name:
+            queue = port.get(vjobs.QUEUE_API_VERSION, "Queue", queue_name)
+    return vjobs.interpret_volcano(job=live, podgroup=podgroup, now=now, queue=queue,
+                                   cancelled=job.cancel_requested_at is not None)
 
 
 def _rfc3339(value: datetime) -> str:
@@ -432,12 +556,14 @@ def job_sync(*, job_id: int, port=None, now: datetime | None = None) -> str | No
     now = now or timezone.now()
     api_version, kind, name, namespace = _job_ref(job)
     port = _port(job, port)
-    workload, events, position = None, [], None
+    workload, events, position, status = None, [], None, None
     try:
         live = port.get(api_version, kind, name, namespace)
         if live is None and (not job.cluster_uid or job.is_final):
             return job.phase  # not created yet (job_create will), or over and gone
-        if live is not None:
+        if api_version == vjobs.JOB_API_VERSION:
+            status = _volcano_status(port, job, live, now)
+        elif live is not None:
             workload = _workload_of(port, live, namespace)
             events = port.list_events(namespace, name, kind)
             if workload is not None:
@@ -449,9 +575,10 @@ def job_sync(*, job_id: int, port=None, now: datetime | None = None) -> str | No
         Job.objects.filter(pk=job_id).update(last_error=str(exc)[:_MAX_ERROR])
         raise
     known = [t for t in (qjobs.parse_time(v) for v in job.preemption_times or []) if t]
-    status = qjobs.interpret_kueue(
-        job=live, workload=workload, events=events, queue_position=position, now=now,
-        cancelled=job.cancel_requested_at is not None, known_preemption_times=known)
+    if status is None:
+        status = qjobs.interpret_kueue(
+            job=live, workload=workload, events=events, queue_position=position, now=now,
+            cancelled=job.cancel_requested_at is not None, known_preemption_times=known)
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job_id)
         if job.deleted_at is not None or job.is_final:

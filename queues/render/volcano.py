@@ -19,6 +19,20 @@ flavors, so amounts are summed per resource name over the team's flavors
 * ``parent``: the cohort's Queue; a top-level cohort's Queue has none
   (Volcano's ``root``).
 
+Every Queue is checked to hold ``guarantee <= deserved <= capability`` per
+resource (:func:`check_queue`), and every parent to cover its children
+(:func:`check_hierarchy`): the sums of the children's ``deserved`` and
+``guarantee`` never exceed the parent's, no child's ``capability`` exceeds
+the parent's. These are the capacity plugin's hierarchy rules
+(https://volcano.sh/en/docs/hierarchical_queue/); a violation is a
+``SpecError`` naming the queue and field.
+
+:func:`desired_objects` is the whole Volcano-side desired set (the Kueue
+backend's is ``kueue.desired_objects``): core PriorityClasses, cohort
+Queues parents first, then per team its Namespace, ResourceQuota (at or
+above the Queue's capability, so pending pods never eat the namespace quota
+and leave a gang half-created) and Queue.
+
 A cohort Queue covers its children: ``deserved`` and ``guarantee`` are the
 sums over its member teams and child cohorts plus its shared pool (nominal,
 and nominal - lending limit); ``capability`` is the element-wise maximum of
@@ -33,16 +47,38 @@ from decimal import Decimal
 from queues import quantity
 from queues.render import amounts, core
 from queues.render.labels import KIND_COHORT, shared_labels, team_labels
-from queues.specs import CohortSpec, FlavorQuota, FlavorSpec, SpecError, TeamQueueSpec
+from queues.specs import (
+    CohortSpec,
+    FlavorQuota,
+    FlavorSpec,
+    PriorityClassSpec,
+    SpecError,
+    TeamQueueSpec,
+)
 
-__all__ = ["API_VERSION", "cohort_queue", "queues", "team_queue"]
+__all__ = [
+    "API_VERSION",
+    "RESERVED_QUEUE_NAMES",
+    "check_hierarchy",
+    "check_queue",
+    "cohort_queue",
+    "desired_objects",
+    "queues",
+    "team_objects",
+    "team_queue",
+]
 
 API_VERSION = "scheduling.volcano.sh/v1beta1"
+
+#: Queues Volcano creates itself: ``root`` (top of the hierarchy) and
+#: ``default`` (jobs without a queue; its deletion is refused by the webhook).
+RESERVED_QUEUE_NAMES = frozenset({"root", "default"})
 
 Totals = dict[str, Decimal]
 
 
 def _weight(weight: Decimal) -> int:
+    """Volcano's ``spec.weight``: an int32 in 1..65535 (Queue CRD); ``SpecError("weight")``."""
     if weight != weight.to_integral_value() or not 1 <= weight <= 65535:
         raise SpecError("weight", f"Volcano queue weights are whole numbers 1..65535, got {weight}")
     return int(weight)
@@ -240,3 +276,181 @@ def cohort_queue(
     if kept:
         body["guarantee"] = {"resource": kept}
     return _queue(spec.name, shared_labels(KIND_COHORT), body)
+
+
+# --- validation ------------------------------------------------------------------
+
+
+def _amounts(spec: Mapping, path: tuple[str, ...]) -> dict[str, Decimal]:
+    node: object = spec
+    for part in path:
+        node = node.get(part) if isinstance(node, Mapping) else None
+    return {name: quantity.parse(str(value)) for name, value in (node or {}).items()}
+
+
+def check_queue(queue: Mapping) -> None:
+    """Check one rendered Queue: ``guarantee <= deserved <= capability`` per resource.
+
+    A resource missing from ``deserved``/``guarantee`` counts as 0; one
+    missing from ``capability`` is unlimited. Raises ``SpecError`` whose
+    field is ``"<queue>.spec.guarantee.resource[<resource>]"`` or
+    ``"<queue>.spec.deserved[<resource>]"``.
+    """
+    name = queue["metadata"]["name"]
+    spec = queue["spec"]
+    guarantee = _amounts(spec, ("guarantee", "resource"))
+    deserved = _amounts(spec, ("deserved",))
+    capability = _amounts(spec, ("capability",))
+    for resource, value in guarantee.items():
+        if value > deserved.get(resource, Decimal(0)):
+            raise SpecError(
+                f"{name}.spec.guarantee.resource[{resource}]",
+                f"guarantee {value} exceeds deserved {deserved.get(resource, 0)}",
+            )
+    for resource, value in deserved.items():
+        if resource in capability and value > capability[resource]:
+            raise SpecError(
+                f"{name}.spec.deserved[{resource}]",
+                f"deserved {value} exceeds capability {capability[resource]}",
+            )
+
+
+def check_hierarchy(objects: Iterable[Mapping]) -> None:
+    """Check that every parent Queue among ``objects`` covers its children.
+
+    Per parent and resource: sum of children's ``deserved`` <= parent's
+    ``deserved``, sum of children's ``guarantee`` <= parent's ``guarantee``,
+    each child's ``capability`` <= parent's (where the parent states one).
+    A ``parent`` naming no Queue of ``objects`` is a ``SpecError`` too
+    (Volcano would leave the child unschedulable). Field:
+    ``"<parent>.spec.<deserved|guarantee.resource|capability>[<resource>]"``
+    or ``"<child>.spec.parent"``.
+    """
+    queue_list = [o for o in objects if o.get("kind") == "Queue"]
+    by_name = {q["metadata"]["name"]: q for q in queue_list}
+    children: dict[str, list[Mapping]] = {}
+    for queue in queue_list:
+        parent = queue["spec"].get("parent")
+        if parent is None or parent == "root":
+            continue
+        if parent not in by_name:
+            raise SpecError(
+                f"{queue['metadata']['name']}.spec.parent", f"no Queue named {parent!r}"
+            )
+        children.setdefault(parent, []).append(queue)
+    for parent, kids in sorted(children.items()):
+        spec = by_name[parent]["spec"]
+        for path, label in ((("deserved",), "deserved"), (("guarantee", "resource"), "guarantee")):
+            own = _amounts(spec, path)
+            total: Totals = {}
+            for kid in kids:
+                for resource, value in _amounts(kid["spec"], path).items():
+                    _add(total, resource, value)
+            for resource, value in sorted(total.items()):
+                if value > own.get(resource, Decimal(0)):
+                    raise SpecError(
+                        f"{parent}.spec.{'.'.join(path)}[{resource}]",
+                        f"children's {label} {value} exceeds the parent's "
+                        f"{own.get(resource, 0)}",
+                    )
+        cap = _amounts(spec, ("capability",))
+        for kid in kids:
+            for resource, value in sorted(_amounts(kid["spec"], ("capability",)).items()):
+                if resource in cap and value > cap[resource]:
+                    raise SpecError(
+                        f"{parent}.spec.capability[{resource}]",
+                        f"child {kid['metadata']['name']!r} has capability {value} above the "
+                        f"parent's {cap[resource]}",
+                    )
+
+
+# --- the whole desired set -------------------------------------------------------------
+
+
+def team_objects(
+    team: TeamQueueSpec,
+    flavors_by_name: Mapping[str, FlavorSpec],
+    *,
+    cohort_capacity: Mapping[str, amounts.Amounts] | None = None,
+) -> list[dict]:
+    """A team's Volcano-side objects in apply order: ``[Namespace, ResourceQuota, Queue]``.
+
+    The ResourceQuota (``core.resource_quota``) is at or above the Queue's
+    ``capability`` for every resource: both come from ``core.max_admitted``.
+    """
+    return [
+        core.namespace(team),
+        core.resource_quota(team, flavors_by_name, cohort_capacity=cohort_capacity),
+        team_queue(team, flavors_by_name, cohort_capacity=cohort_capacity),
+    ]
+
+
+def _check_names(cohorts: Iterable[CohortSpec], teams: Iterable[TeamQueueSpec]) -> None:
+    cohort_names = set()
+    for index, cohort in enumerate(cohorts):
+        if cohort.name in RESERVED_QUEUE_NAMES:
+            raise SpecError(f"cohorts[{index}].name", f"{cohort.name!r} is a Volcano queue name")
+        if cohort.name in cohort_names:
+            raise SpecError(f"cohorts[{index}].name", f"{cohort.name!r} listed twice")
+        cohort_names.add(cohort.name)
+    slugs: set[str] = set()
+    for index, team in enumerate(teams):
+        if team.slug in RESERVED_QUEUE_NAMES:
+            raise SpecError(f"teams[{index}].slug", f"{team.slug!r} is a Volcano queue name")
+        if team.slug in cohort_names or team.slug == team.cohort:
+            raise SpecError(
+                f"teams[{index}].slug",
+                f"{team.slug!r} is also a cohort's name: Volcano Queues share one namespace",
+            )
+        if team.slug in slugs:
+            raise SpecError(f"teams[{index}].slug", f"{team.slug!r} listed twice")
+        slugs.add(team.slug)
+
+
+def desired_objects(
+    *,
+    flavors: Iterable[FlavorSpec],
+    cohorts: Iterable[CohortSpec] = (),
+    priority_classes: Iterable[PriorityClassSpec] = (),
+    teams: Iterable[TeamQueueSpec] = (),
+) -> list[dict]:
+    """The whole desired Volcano-side set, in apply order (same signature as Kueue's).
+
+    Core PriorityClasses (value descending, then name), cohort Queues
+    (parents first), then per team by slug: Namespace, ResourceQuota, Queue.
+    Checks every Queue (:func:`check_queue`) and the hierarchy
+    (:func:`check_hierarchy`). Raises ``SpecError``: a fractional or
+    out-of-range weight (field ``weight``), a team slug equal to a cohort
+    name or to ``root``/``default``, an unknown flavor.
+    """
+    flavors = list(flavors)
+    cohorts = list(cohorts)
+    teams = list(teams)
+    _check_names(cohorts, teams)  # indexes in the caller's order
+    teams.sort(key=lambda t: t.slug)
+    by_name = {f.name: f for f in flavors}
+    pcs = sorted(priority_classes, key=lambda p: (-p.value, p.name))
+    seen: set[str] = set()
+    for index, pc in enumerate(pcs):
+        if pc.name in seen:
+            raise SpecError(f"priority_classes[{index}].name", f"{pc.name!r} listed twice")
+        seen.add(pc.name)
+    all_queues = queues(flavors=flavors, cohorts=cohorts, teams=teams)
+    for queue in all_queues:
+        check_queue(queue)
+    check_hierarchy(all_queues)
+    team_queues = {q["metadata"]["name"]: q for q in all_queues[len(all_queues) - len(teams):]}
+    objects: list[dict] = [core.priority_class(pc) for pc in pcs]
+    objects += all_queues[: len(all_queues) - len(teams)]
+    for team in teams:
+        capacity = None
+        if team.cohort is not None:
+            capacity = amounts.cohort_capacity(
+                team.cohort, teams=teams, cohorts=cohorts, flavors_by_name=by_name
+            )
+        objects += [
+            core.namespace(team),
+            core.resource_quota(team, by_name, cohort_capacity=capacity),
+            team_queues[team.slug],
+        ]
+    return objects

@@ -263,3 +263,53 @@ def test_duplicate_desired_keys_are_refused():
 
 def test_managed_selector_is_what_prune_uses():
     assert managed_selector() == "app.kubernetes.io/managed-by=gpu-quota-portal"
+
+
+VOLCANO = "scheduling.volcano.sh/v1beta1"
+
+
+def volcano_queue(name, parent=None, team=None):
+    spec = {"weight": 1, "reclaimable": True}
+    if parent:
+        spec["parent"] = parent
+    labels = team_labels(team) if team else shared_labels("cohort")
+    return {"apiVersion": VOLCANO, "kind": "Queue", "metadata": {"name": name, "labels": labels},
+            "spec": spec}
+
+
+def test_switching_backend_prunes_the_other_backends_objects_children_first():
+    port = FakeCluster()
+    deleted = []
+    real_delete = port.delete
+
+    def recording_delete(api_version, kind, name, namespace=None, *, missing_ok=True):
+        deleted.append((kind, name))
+        return real_delete(api_version, kind, name, namespace, missing_ok=missing_ok)
+
+    port.delete = recording_delete
+    volcano_set = [volcano_queue("company"), volcano_queue("research", parent="company"),
+                   namespace("a-team"), volcano_queue("a-team", parent="research", team="a-team")]
+    reconcile(port, volcano_set)
+    # Back to Kueue: the Queues go (child before parent), the Namespace is shared.
+    result = reconcile(port, [namespace("a-team"), flavor(), cluster_queue("a-team"),
+                              local_queue("a-team")])
+    assert deleted == [("Queue", "a-team"), ("Queue", "research"), ("Queue", "company")]
+    assert {r.key[3] for r in result.objects if r.action == "pruned"} == {
+        "a-team", "research", "company"}
+    assert not [k for k in port.objects if k[0] == VOLCANO]
+
+
+def test_a_kind_the_cluster_does_not_serve_is_skipped_by_prune():
+    port = FakeCluster()
+    real_list = port.list
+
+    def list_(api_version, kind, label_selector="", namespace=None):
+        if api_version == VOLCANO:
+            raise PermanentError("discovery of Queue: not served", status=404,
+                                 reason="UnknownKind")
+        return real_list(api_version, kind, label_selector, namespace)
+
+    port.list = list_
+    result = reconcile(port, [flavor()])
+    assert result.failed == []
+    assert [r.action for r in result.objects] == ["created"]

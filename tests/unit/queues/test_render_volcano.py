@@ -118,3 +118,157 @@ def test_implicit_cohort_gets_a_queue():
         ("research", None),
         ("nlp", "research"),
     ]
+
+
+# --- the whole desired set, validation ---------------------------------------------
+
+def _desired(teams=TEAMS, cohorts=COHORTS):
+    from .examples import PRIORITY_CLASSES
+
+    return volcano.desired_objects(
+        flavors=FLAVORS, cohorts=cohorts, priority_classes=PRIORITY_CLASSES, teams=teams
+    )
+
+
+def test_desired_objects_order_and_kinds():
+    objects = _desired()
+    assert [(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"])
+            for o in objects] == [
+        ("PriorityClass", "", "high"),
+        ("PriorityClass", "", "low"),
+        ("Queue", "", "company"),
+        ("Queue", "", "research"),
+        ("Namespace", "", "nlp"),
+        ("ResourceQuota", "nlp", "gpu-quota"),
+        ("Queue", "", "nlp"),
+        ("Namespace", "", "speech"),
+        ("ResourceQuota", "speech", "gpu-quota"),
+        ("Queue", "", "speech"),
+        ("Namespace", "", "vision"),
+        ("ResourceQuota", "vision", "gpu-quota"),
+        ("Queue", "", "vision"),
+    ]
+    assert objects[0] == {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high", "labels": shared_labels("priority-class")},
+        "value": 1000,
+        "globalDefault": False,
+        "description": "Deadline work; preempts low.",
+    }
+    # No Kueue object in a Volcano cluster's desired set.
+    assert not [o for o in objects if o["apiVersion"].startswith("kueue.")]
+
+
+def test_resource_quota_is_at_or_above_the_queue_capability():
+    from queues import quantity
+
+    objects = _desired()
+    for team in ("nlp", "speech", "vision"):
+        queue = next(o for o in objects if o["kind"] == "Queue" and o["metadata"]["name"] == team)
+        hard = next(o for o in objects if o["kind"] == "ResourceQuota"
+                    and o["metadata"]["namespace"] == team)["spec"]["hard"]
+        for resource, value in queue["spec"]["capability"].items():
+            assert quantity.parse(hard[f"requests.{resource}"]) >= quantity.parse(value), (
+                team, resource)
+    vision_rq = next(o for o in objects if o["kind"] == "ResourceQuota"
+                     and o["metadata"]["namespace"] == "vision")
+    assert vision_rq["spec"]["hard"] == {
+        "requests.cpu": "162", "requests.memory": "1536Gi",
+        "requests.nvidia.com/gpu": "24", "requests.nvidia.com/mig-1g.10gb": "0",
+    }
+
+
+def test_every_queue_holds_guarantee_le_deserved_le_capability():
+    queue_objects = [o for o in _desired() if o["kind"] == "Queue"]
+    for queue in queue_objects:
+        volcano.check_queue(queue)
+    volcano.check_hierarchy(queue_objects)
+
+
+def _queue(name, *, parent=None, deserved, capability=None, guarantee=None):
+    spec = {"weight": 1, "reclaimable": True, "deserved": deserved}
+    if parent:
+        spec["parent"] = parent
+    if capability is not None:
+        spec["capability"] = capability
+    if guarantee is not None:
+        spec["guarantee"] = {"resource": guarantee}
+    return {"apiVersion": volcano.API_VERSION, "kind": "Queue",
+            "metadata": {"name": name}, "spec": spec}
+
+
+def test_check_queue_refuses_guarantee_above_deserved():
+    queue = _queue("a", deserved={"cpu": "4", "nvidia.com/gpu": "2"},
+                   guarantee={"nvidia.com/gpu": "3"})
+    with pytest.raises(SpecError) as info:
+        volcano.check_queue(queue)
+    assert info.value.field == "a.spec.guarantee.resource[nvidia.com/gpu]"
+    assert "exceeds deserved 2" in info.value.message
+
+
+def test_check_queue_refuses_deserved_above_capability():
+    queue = _queue("a", deserved={"memory": "64Gi"}, capability={"memory": "32Gi"})
+    with pytest.raises(SpecError) as info:
+        volcano.check_queue(queue)
+    assert info.value.field == "a.spec.deserved[memory]"
+
+
+def test_check_hierarchy_refuses_children_above_their_parent():
+    parent = _queue("dept", deserved={"nvidia.com/gpu": "8"}, capability={"nvidia.com/gpu": "8"},
+                    guarantee={"nvidia.com/gpu": "2"})
+    kids = [
+        _queue("a", parent="dept", deserved={"nvidia.com/gpu": "4"},
+               guarantee={"nvidia.com/gpu": "2"}),
+        _queue("b", parent="dept", deserved={"nvidia.com/gpu": "4"},
+               guarantee={"nvidia.com/gpu": "1"}),
+    ]
+    with pytest.raises(SpecError) as info:
+        volcano.check_hierarchy([parent, *kids])
+    assert info.value.field == "dept.spec.guarantee.resource[nvidia.com/gpu]"
+    kids[1]["spec"]["guarantee"] = {"resource": {}}
+    kids[1]["spec"]["deserved"] = {"nvidia.com/gpu": "5"}
+    with pytest.raises(SpecError) as info:
+        volcano.check_hierarchy([parent, *kids])
+    assert info.value.field == "dept.spec.deserved[nvidia.com/gpu]"
+    kids[1]["spec"]["deserved"] = {"nvidia.com/gpu": "4"}
+    kids[1]["spec"]["capability"] = {"nvidia.com/gpu": "9"}
+    with pytest.raises(SpecError) as info:
+        volcano.check_hierarchy([parent, *kids])
+    assert info.value.field == "dept.spec.capability[nvidia.com/gpu]"
+    kids[1]["spec"]["capability"] = {"nvidia.com/gpu": "8"}
+    volcano.check_hierarchy([parent, *kids])
+    with pytest.raises(SpecError, match="no Queue named 'dept'") as info:
+        volcano.check_hierarchy(kids)
+    assert info.value.field == "a.spec.parent"
+
+
+@pytest.mark.parametrize(("weight", "ok"), [("2.0", True), ("65535", True), ("65536", False),
+                                            ("0.5", False), ("2.5", False)])
+def test_volcano_weights_are_whole_numbers_up_to_65535(weight, ok):
+    teams = (dataclasses.replace(VISION, weight=weight), NLP, SPEECH)
+    if ok:
+        queue = next(o for o in _desired(teams) if o["metadata"]["name"] == "vision"
+                     and o["kind"] == "Queue")
+        assert queue["spec"]["weight"] == int(float(weight))
+        return
+    with pytest.raises(SpecError) as info:
+        _desired(teams)
+    assert info.value.field == "weight"
+
+
+def test_fractional_cohort_weight_is_refused_too():
+    cohorts = (dataclasses.replace(COHORTS[0], weight="1.5"), COHORTS[1])
+    with pytest.raises(SpecError) as info:
+        _desired(cohorts=cohorts)
+    assert info.value.field == "weight"
+
+
+def test_queue_names_must_not_collide():
+    clash = dataclasses.replace(SPEECH, slug="research")
+    with pytest.raises(SpecError, match="also a cohort's name") as info:
+        _desired(teams=(VISION_2, NLP, clash))
+    assert info.value.field == "teams[2].slug"
+    with pytest.raises(SpecError, match="Volcano queue name") as info:
+        _desired(teams=(VISION_2, NLP, dataclasses.replace(SPEECH, slug="default")))
+    assert info.value.field == "teams[2].slug"

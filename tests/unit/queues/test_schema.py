@@ -12,11 +12,18 @@ from .examples import COHORTS, FLAVORS, PRIORITY_CLASSES, TEAMS
 
 OBJECTS = kueue.desired_objects(
     flavors=FLAVORS, cohorts=COHORTS, priority_classes=PRIORITY_CLASSES, teams=TEAMS
-) + volcano.queues(
-    flavors=FLAVORS,
-    cohorts=COHORTS,
-    teams=[dataclasses.replace(t, weight=2) if t.slug == "vision" else t for t in TEAMS],
-)
+) + [
+    # Volcano's whole set: its PriorityClasses, Namespaces and ResourceQuotas are the
+    # same objects as Kueue's (same keys), so only its Queues are added here.
+    o
+    for o in volcano.desired_objects(
+        flavors=FLAVORS,
+        cohorts=COHORTS,
+        priority_classes=PRIORITY_CLASSES,
+        teams=[dataclasses.replace(t, weight=2) if t.slug == "vision" else t for t in TEAMS],
+    )
+    if o["kind"] == "Queue"
+]
 
 
 def _id(obj):

@@ -1,0 +1,195 @@
+"""Gang jobs on both scheduler backends, end to end.
+
+``POST /api/v1/jobs/`` -> ``job_submit`` -> a real Celery worker -> the official
+client over HTTP -> the Kubernetes API emulator. No scheduler runs there, so
+each test writes what the backend's controllers would write (Kueue's Workload
+through ``queues.sim.kueue_objects``; Volcano's PodGroup, vcjob status and
+Command handling through ``queues.sim.volcano_objects``), then asks the worker
+to read the status back and checks what the API shows.
+"""
+
+import datetime as dt
+
+import pytest
+from django.conf import settings
+
+from portal.models import Cluster, Job
+from portal.services.reconcile import cluster_reconcile
+from portal.tasks import job_sync_task, jobs_sync_task
+from queues.cluster import KubernetesCluster
+from queues.sim import kueue_objects as kueue_sim
+from queues.sim import volcano_objects as volcano_sim
+from queues.volcano_jobs import COMMAND_API_VERSION
+
+from .conftest import build_world, job_payload
+
+pytestmark = pytest.mark.usefixtures("celery_worker_process")
+
+VCJOB = ("batch.volcano.sh/v1alpha1", "Job")
+
+
+@pytest.fixture(params=["kueue", "volcano"])
+def backend(request):
+    return request.param
+
+
+@pytest.fixture
+def port(kube_emulator):
+    return KubernetesCluster(kubeconfig=settings.KUBECONFIG)
+
+
+@pytest.fixture
+def live_world(transactional_db, kube_emulator, backend, port):
+    """The jobs world on ``backend``, reconciled onto the emulator (queues, namespaces)."""
+    world = build_world()
+    Cluster.objects.filter(pk=world["cluster"].pk).update(backend=backend)
+    world["cluster"].refresh_from_db()
+    result = cluster_reconcile(cluster_id=world["cluster"].pk, port=port)
+    assert result is not None and not result.failed
+    return world
+
+
+def _api(user):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def wait_for(predicate, timeout=30.0):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    pytest.fail("condition not met in time")
+
+
+def submit(world, **overrides):
+    response = _api(world["member_a"]).post("/api/v1/jobs/", job_payload(**overrides),
+                                            format="json")
+    assert response.status_code == 201, response.json()
+    job = Job.objects.get(pk=response.json()["id"])
+    wait_for(lambda: Job.objects.get(pk=job.pk).cluster_uid)  # the worker created it
+    return Job.objects.get(pk=job.pk)
+
+
+def live_job(port, job):
+    meta = job.manifest["metadata"]
+    return port.get(job.manifest["apiVersion"], job.manifest["kind"], meta["name"],
+                    meta["namespace"])
+
+
+def shown(world, job):
+    job_sync_task.delay(job.pk).get(timeout=30)
+    return _api(world["member_a"]).get(f"/api/v1/jobs/{job.pk}/").json()
+
+
+def test_submitted_job_reaches_the_backend_as_its_own_kind(live_world, backend, port):
+    job = submit(live_world)
+    live = live_job(port, job)
+    if backend == "kueue":
+        assert (live["apiVersion"], live["kind"]) == ("batch/v1", "Job")
+        assert live["spec"]["suspend"] is True
+        return
+    assert (live["apiVersion"], live["kind"]) == VCJOB
+    spec = live["spec"]
+    assert (spec["schedulerName"], spec["queue"], spec["minAvailable"]) == ("volcano", "team-a", 2)
+    assert [(t["name"], t["replicas"], t["minAvailable"]) for t in spec["tasks"]] == [
+        ("master", 1, 1), ("worker", 1, 1)]
+    assert spec["plugins"]["pytorch"] == ["--master=master", "--worker=worker", "--port=23456"]
+    pod = spec["tasks"][0]["template"]["spec"]
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    assert pod["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "4"
+
+
+def test_pending_then_running_is_explained(live_world, backend, port):
+    job = submit(live_world)
+    live = live_job(port, job)
+    if backend == "kueue":
+        workload = kueue_sim.create_workload(port, live)
+        kueue_sim.set_pending(port, workload, message=kueue_sim.insufficient_quota_message(
+            "nvidia.com/gpu", "h100", 8))
+    else:
+        volcano_sim.create_podgroup(port, live)
+        volcano_sim.set_job_state(port, live, phase="Pending")
+        volcano_sim.set_podgroup(port, live, phase="Pending", unschedulable=(
+            "NotEnoughResources", volcano_sim.unschedulable_message(
+                unschedulable=2, pods=2, min_available=2, pending=2)))
+    body = shown(live_world, job)
+    assert body["phase"] == "Queued"
+    if backend == "volcano":
+        assert body["reason"] == "Unschedulable"
+        assert body["message"].startswith("pending: needs 8 GPUs. Volcano: NotEnoughResources: "
+                                          "2/2 tasks in gang unschedulable")
+    else:
+        assert "8 more" in body["message"] or "8" in body["message"]
+
+    if backend == "kueue":
+        kueue_sim.admit(port, workload, cluster_queue="team-a", flavor="h100")
+        kueue_sim.set_pods_ready(port, workload)
+    else:
+        volcano_sim.set_podgroup(port, live, phase="Running", running=2, scheduled=True)
+        volcano_sim.set_job_state(port, live, phase="Running", running=2)
+    body = shown(live_world, job)
+    assert body["phase"] == "Running"
+
+
+@pytest.mark.parametrize("backend", ["volcano"])  # Kueue admits a gang whole
+def test_volcano_gang_partly_placed_is_distinct_from_pending(live_world, backend, port):
+    job = submit(live_world, workers=3, gpus_per_worker=2)
+    live = live_job(port, job)
+    volcano_sim.create_podgroup(port, live)
+    twenty_minutes_ago = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=20)
+    volcano_sim.set_podgroup(port, live, phase="Inqueue", running=2)
+    volcano_sim.set_job_state(port, live, phase="Pending", running=2, now=twenty_minutes_ago)
+    body = shown(live_world, job)
+    assert (body["phase"], body["reason"]) == ("Admitted", "GangPartlyPlaced")
+    assert body["message"].startswith("gang partly placed: 2/3 pods, 4 GPUs held without progress")
+
+
+@pytest.mark.parametrize("backend", ["volcano"])  # queues are closed only on Volcano
+def test_submit_to_a_closed_volcano_queue_is_refused(live_world, backend, port):
+    volcano_sim.set_queue_state(port, "team-a", "Closed")
+    before = Job.objects.count()
+    response = _api(live_world["member_a"]).post("/api/v1/jobs/", job_payload(), format="json")
+    assert response.status_code == 400
+    assert "queue 'team-a' is closed" in " ".join(response.json()["team"])
+    assert Job.objects.count() == before
+    volcano_sim.set_queue_state(port, "team-a", "Open")
+    assert _api(live_world["member_a"]).post(
+        "/api/v1/jobs/", job_payload(), format="json").status_code == 201
+
+
+def test_cancel_stops_the_gang_and_removes_it(live_world, backend, port):
+    job = submit(live_world)
+    live = live_job(port, job)
+    if backend == "volcano":
+        volcano_sim.create_podgroup(port, live)
+        volcano_sim.set_job_state(port, live, phase="Running", running=2)
+    response = _api(live_world["member_a"]).post(f"/api/v1/jobs/{job.pk}/cancel/")
+    assert response.status_code == 202
+    namespace = job.manifest["metadata"]["namespace"]
+    if backend == "volcano":
+        # Step 1: an AbortJob Command for the job, in its namespace; the vcjob stays.
+        commands = wait_for(lambda: port.list(COMMAND_API_VERSION, "Command", "", namespace))
+        assert [(c["action"], c["target"]["name"], c["target"]["uid"]) for c in commands] == [
+            ("AbortJob", "train-llm", live["metadata"]["uid"])]
+        assert live_job(port, job) is not None
+        assert Job.objects.get(pk=job.pk).phase == "Cancelled"
+        # Volcano aborts it; the next sync terminates and deletes it.
+        assert volcano_sim.execute_commands(port, namespace) == [("AbortJob", "train-llm")]
+        jobs_sync_task.delay().get(timeout=30)
+        # A TerminateJob Command, then the delete (the emulator has no garbage collector, so
+        # the Command owned by the deleted vcjob is still listed).
+        assert [(c["action"], c["target"]["uid"]) for c in port.list(
+            COMMAND_API_VERSION, "Command", "", namespace)] == [
+            ("TerminateJob", live["metadata"]["uid"])]
+    wait_for(lambda: Job.objects.get(pk=job.pk).deleted_at is not None)
+    assert live_job(port, job) is None
+    body = _api(live_world["member_a"]).get(f"/api/v1/jobs/{job.pk}/").json()
+    assert body["phase"] == "Cancelled"
