@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from queues import quantity
 from queues.errors import ClusterError, TransientError
 from queues.render.labels import TEAM_LABEL, managed_selector
 
@@ -105,7 +106,8 @@ class ObjectResult:
       | "pruned", "reason": str, "message": str, "resourceVersion": str,
       "generation": int | None}``;
     * ``error``: the API's message when ``action == "failed"``; ``transient``
-      tells a retryable failure from a permanent one;
+      tells a retryable failure from a permanent one; ``retry_after``: the
+      seconds the API asked to wait (``Retry-After`` of a 429/503), if any;
     * ``drift``: a field we own was changed on the cluster and was restored;
     * ``desired``: the desired manifest (``None`` for pruned objects);
     * ``team``: the object's team label, if any.
@@ -118,6 +120,7 @@ class ObjectResult:
     observed: dict[str, Any] = field(default_factory=dict)
     error: str = ""
     transient: bool = False
+    retry_after: float | None = None
     drift: bool = False
     desired: dict | None = None
     team: str | None = None
@@ -140,6 +143,12 @@ class ReconcileResult:
         return any(r.action == FAILED and r.transient for r in self.objects)
 
     @property
+    def retry_after(self) -> float | None:
+        """The longest ``Retry-After`` (seconds) the API asked for in this run, if any."""
+        waits = [r.retry_after for r in self.objects if r.retry_after is not None]
+        return max(waits) if waits else None
+
+    @property
     def failed(self) -> list[ObjectResult]:
         """Objects whose action is ``failed``."""
         return [r for r in self.objects if r.action == FAILED]
@@ -160,9 +169,43 @@ def key_of(obj: Mapping[str, Any]) -> Key:
     return (obj["apiVersion"], obj["kind"], meta.get("namespace") or "", meta["name"])
 
 
+#: Fields whose value is one Kubernetes quantity (Kueue's per-flavor quota).
+QUANTITY_FIELDS = frozenset({"nominalQuota", "borrowingLimit", "lendingLimit"})
+#: Fields holding a ResourceList (resource name -> quantity): ResourceQuota
+#: ``spec.hard``, container ``requests``/``limits``, Volcano Queue
+#: ``capability``/``deserved``/``guarantee.resource``.
+RESOURCE_LIST_FIELDS = frozenset({"hard", "requests", "limits", "capability", "deserved",
+                                  "resource"})
+
+
+def _is_quantity_field(key: str | None, parent: str | None) -> bool:
+    return key in QUANTITY_FIELDS or parent in RESOURCE_LIST_FIELDS
+
+
+def _by_value(obj: Any, key: str | None = None, parent: str | None = None) -> Any:
+    """``obj`` with every quantity field replaced by :func:`queues.quantity.value_key`."""
+    if isinstance(obj, Mapping):
+        return {k: _by_value(v, k, key) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_by_value(v, None, parent) for v in obj]
+    if _is_quantity_field(key, parent) and isinstance(obj, int | str):
+        try:
+            return quantity.value_key(obj)
+        except ValueError:
+            return obj
+    return obj
+
+
 def content_hash(obj: Mapping[str, Any]) -> str:
-    """SHA-256 hex digest of ``obj`` as canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    """SHA-256 hex digest of ``obj`` as canonical JSON (sorted keys, no spaces).
+
+    Quantity fields (:data:`QUANTITY_FIELDS`, entries of
+    :data:`RESOURCE_LIST_FIELDS`) are hashed by value
+    (:func:`queues.quantity.value_key`), so ``"64Gi"`` and ``"68719476736"``,
+    or ``"1"`` and ``"1000m"``, give the same hash: re-spelling a quantity is
+    not a change and causes no write.
+    """
+    text = json.dumps(_by_value(obj), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -174,21 +217,32 @@ def is_subset(desired: Any, live: Any) -> bool:
     managers' labels). Lists: same length, items matched in order (our lists
     are ours entirely). Scalars: equal, where a number and its decimal string
     are equal (``8`` vs ``"8"``: an int-or-string quantity read back).
+    Quantity fields (:data:`QUANTITY_FIELDS`, entries of
+    :data:`RESOURCE_LIST_FIELDS`) compare by value with
+    :func:`queues.quantity.equal`: ``"64Gi"`` matches ``"68719476736"``,
+    ``"1000m"`` matches ``"1"``, ``"0"`` matches ``"0m"`` (the API server may
+    answer with its own canonical spelling).
     """
+    return _subset(desired, live, None, None)
+
+
+def _subset(desired: Any, live: Any, key: str | None, parent: str | None) -> bool:
     if isinstance(desired, Mapping):
         if not isinstance(live, Mapping):
             return False
-        return all(k in live and is_subset(v, live[k]) for k, v in desired.items())
+        return all(k in live and _subset(v, live[k], k, key) for k, v in desired.items())
     if isinstance(desired, list | tuple):
         if not isinstance(live, list | tuple) or len(desired) != len(live):
             return False
-        return all(is_subset(d, v) for d, v in zip(desired, live, strict=True))
+        return all(_subset(d, v, None, parent) for d, v in zip(desired, live, strict=True))
     if desired == live:
         return True
     if isinstance(desired, bool) or isinstance(live, bool):
         return False
     if isinstance(desired, int | str) and isinstance(live, int | str):
-        return str(desired) == str(live)
+        if str(desired) == str(live):
+            return True
+        return _is_quantity_field(key, parent) and quantity.equal(desired, live)
     return False
 
 
@@ -229,6 +283,7 @@ def _team(obj: Mapping[str, Any]) -> str | None:
 def _failure(key: Key, exc: ClusterError, **kwargs: Any) -> ObjectResult:
     return ObjectResult(
         key=key, action=FAILED, error=exc.message, transient=isinstance(exc, TransientError),
+        retry_after=exc.retry_after,
         observed={"state": "failed", "reason": exc.reason, "message": exc.message}, **kwargs,
     )
 
