@@ -246,9 +246,59 @@ def test_cluster_queue_active_condition_is_observed():
     ({"a": True}, {"a": "True"}, False),
     ({"a": None}, {}, False),
     ({}, {"anything": 1}, True),
+    # Quantity fields compare by value (the API server may re-spell them) ...
+    ({"hard": {"memory": "64Gi"}}, {"hard": {"memory": "68719476736"}}, True),
+    ({"hard": {"cpu": "1000m"}}, {"hard": {"cpu": "1"}}, True),
+    ({"nominalQuota": "0"}, {"nominalQuota": "0m"}, True),
+    ({"lendingLimit": "2"}, {"lendingLimit": "2000m"}, True),
+    ({"borrowingLimit": "4"}, {"borrowingLimit": 4}, True),
+    ({"x": [{"nominalQuota": "1k"}]}, {"x": [{"nominalQuota": "1000"}]}, True),
+    ({"hard": {"memory": "1Gi"}}, {"hard": {"memory": "1G"}}, False),
+    ({"nominalQuota": "8"}, {"nominalQuota": "9"}, False),
+    # ... other fields by string: a label "1" is not "1000m".
+    ({"labels": {"v": "1"}}, {"labels": {"v": "1000m"}}, False),
+    ({"name": "0"}, {"name": "0m"}, False),
 ])
 def test_is_subset(desired, live, expected):
     assert is_subset(desired, live) is expected
+
+
+def test_content_hash_is_by_value_for_quantities_only():
+    def quota(memory, cpu, label="1"):
+        return {"kind": "ResourceQuota", "metadata": {"labels": {"v": label}},
+                "spec": {"hard": {"requests.memory": memory, "requests.cpu": cpu}}}
+
+    assert content_hash(quota("64Gi", "1")) == content_hash(quota("68719476736", "1000m"))
+    assert content_hash(quota("64Gi", "1")) != content_hash(quota("64G", "1"))
+    assert content_hash(quota("64Gi", "1")) != content_hash(quota("64Gi", "1", label="1000m"))
+
+
+def test_respelled_quantity_writes_nothing_changed_value_writes():
+    cluster = FakeCluster()
+    last = applied(reconcile(cluster, world("a"), {}))
+    key = key_of(cluster_queue("a"))
+    # The server answers with its own spelling of our quantity: no drift, no write.
+    cluster.objects[key]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0][
+        "nominalQuota"] = "8000m"
+    result = reconcile(cluster, world("a"), last)
+    assert result.writes == 0 and not result.drifted
+    # We render the same value spelled differently: same hash, no write.
+    respelled = world("a")
+    respelled[-2] = cluster_queue("a", "8000m")
+    assert reconcile(cluster, respelled, last).writes == 0
+    # A different value is a write.
+    changed = world("a")
+    changed[-2] = cluster_queue("a", "9")
+    assert reconcile(cluster, changed, last).writes == 1
+
+
+def test_retry_after_is_carried_to_the_result():
+    cluster = FakeCluster()
+    cluster.errors[("apply", "a")] = TransientError("apply: too many requests", status=429,
+                                                    reason="TooManyRequests", retry_after=7)
+    result = reconcile(cluster, world("a"), {})
+    assert result.retry_later and result.retry_after == 7
+    assert reconcile(cluster, world("a"), applied(result)).retry_after is None
 
 
 def test_content_hash_is_order_independent():
