@@ -168,16 +168,19 @@ def clusters_to_resync(*, drift_check_seconds: float) -> list[int]:
     """Ids of clusters to reconcile now.
 
     Those whose ``applied_generation`` lags ``spec_generation`` (intent not
-    yet converged); those with a ClusterQueue observed ``not-active`` (e.g.
-    Kueue's ``FlavorNotFound`` after the cluster refused a ResourceFlavor:
-    each resync retries the refused objects and reads the queue's ``Active``
-    condition again, so the portal shows the recovery promptly); and those
-    not reconciled for ``drift_check_seconds`` (a full pass that finds hand
-    edits and controller-reported state).
+    yet converged); those with a ClusterQueue whose ``Active`` condition is
+    not ``True`` yet: ``pending`` (just created: Kueue had not reported it
+    when we applied) or ``not-active`` (e.g. Kueue's ``FlavorNotFound`` after
+    the cluster refused a ResourceFlavor). Each resync then retries what
+    failed and reads the condition again, so the portal shows the outcome
+    within one resync period instead of one drift check; such a pass is
+    reads only unless something is out of date. And those not reconciled for
+    ``drift_check_seconds`` (a full pass that finds hand edits).
     """
     stale = timezone.now() - timedelta(seconds=drift_check_seconds)
     not_active = ManagedObject.objects.filter(
-        cluster_id=OuterRef("pk"), observed_state__state="not-active")
+        cluster_id=OuterRef("pk"), kind="ClusterQueue",
+        observed_state__state__in=["pending", "not-active"])
     return list(
         Cluster.objects.filter(
             Q(applied_generation__lt=F("spec_generation"))
