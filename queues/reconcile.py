@@ -4,9 +4,10 @@ Level-triggered and idempotent (no Django here): :func:`reconcile` looks at
 what is on the cluster now, whatever happened before, and converges it. Run
 it twice and the second run writes nothing.
 
-For each desired object, in the given (dependency) order:
+First each managed kind is listed once by our managed-by label. Then for
+each desired object, in the given (dependency) order:
 
-1. ``get`` the live object;
+1. find the live object in that listing;
 2. write (server-side apply) only when the desired content differs from what
    was last applied (its :func:`content_hash` changed) **or** from what is
    observed: every field we set must be present in the live object with the
@@ -16,8 +17,8 @@ For each desired object, in the given (dependency) order:
    is *drift*: it is corrected and reported (``drift=True``);
 3. read the observed state (a ClusterQueue's ``Active`` condition).
 
-Then prune: for each managed kind, list the objects carrying our managed-by
-label and delete those not desired (dependents first). Objects without the
+Then prune: of the listed objects (they carry our managed-by label), delete
+those not desired (dependents first). Objects without the
 label are never listed, so never touched. Namespaces are *retained*, not
 deleted: deleting a Namespace deletes everything in it, including objects
 that are not ours (a team's Secrets, PVCs, ConfigMaps).
@@ -288,14 +289,44 @@ def _failure(key: Key, exc: ClusterError, **kwargs: Any) -> ObjectResult:
     )
 
 
-def _sync_one(port: ClusterPort, desired: dict, last_hash: str | None,
-              result: ReconcileResult) -> ObjectResult:
-    key = key_of(desired)
+#: Live objects of each managed kind, listed once per run by our managed-by
+#: label: (apiVersion, kind) -> {Key: object}, or ``None`` when the list failed.
+Listing = dict[tuple[str, str], dict[Key, dict] | None]
+
+
+def _list_managed(port: ClusterPort, kinds: Sequence[tuple[str, str]],
+                  result: ReconcileResult) -> Listing:
+    listing: Listing = {}
+    for api_version, kind in kinds:
+        try:
+            items = port.list(api_version, kind, managed_selector())
+        except ClusterError as exc:
+            result.objects.append(_failure((api_version, kind, "", "*"), exc))
+            listing[(api_version, kind)] = None
+            continue
+        listing[(api_version, kind)] = {
+            key_of({**item, "apiVersion": api_version, "kind": kind}): item for item in items}
+    return listing
+
+
+def _live(port: ClusterPort, listing: Listing, key: Key) -> dict | None:
+    """The live object from the run's listing; a ``get`` for kinds not listed (or whose
+    list failed). A desired object missing its managed-by label on the cluster is
+    not listed: it is then applied, which puts the label back."""
     api_version, kind, namespace, name = key
+    listed = listing.get((api_version, kind))
+    if listed is not None:
+        return listed.get(key)
+    return port.get(api_version, kind, name, namespace or None)
+
+
+def _sync_one(port: ClusterPort, desired: dict, last_hash: str | None,
+              result: ReconcileResult, listing: Listing) -> ObjectResult:
+    key = key_of(desired)
     digest = content_hash(desired)
     common = {"hash": digest, "desired": desired, "team": _team(desired)}
     try:
-        live = port.get(api_version, kind, name, namespace or None)
+        live = _live(port, listing, key)
     except ClusterError as exc:
         return _failure(key, exc, **common)
     in_sync = live is not None and is_subset(desired, live)
@@ -313,15 +344,12 @@ def _sync_one(port: ClusterPort, desired: dict, last_hash: str | None,
 
 
 def _prune(port: ClusterPort, kinds: Sequence[tuple[str, str]], wanted: set[Key],
-           result: ReconcileResult) -> None:
+           result: ReconcileResult, listing: Listing) -> None:
     for api_version, kind in reversed(kinds):
-        try:
-            items = port.list(api_version, kind, managed_selector())
-        except ClusterError as exc:
-            result.objects.append(_failure((api_version, kind, "", "*"), exc))
+        listed = listing.get((api_version, kind))
+        if listed is None:  # the list failed (recorded): prune this kind next run
             continue
-        for item in sorted(items, key=key_of):
-            key = key_of({**item, "apiVersion": api_version, "kind": kind})
+        for key, item in sorted(listed.items()):
             if key in wanted:
                 continue
             if (api_version, kind) in RETAINED_KINDS:
@@ -359,12 +387,17 @@ def reconcile(
     * ``last_applied``: :data:`Key` -> :func:`content_hash` of what was last
       applied successfully (empty on the first run: everything is applied
       once, which also takes ownership of our fields);
-    * ``kinds``: the (apiVersion, kind) pairs to prune, in apply order;
+    * ``kinds``: the (apiVersion, kind) pairs we manage, in apply order: each
+      is listed once by our managed-by label at the start of the run, and
+      that listing serves both the comparison and the prune (requests per run:
+      one list per kind plus one apply per object to write, instead of a
+      ``get`` per object; desired objects of other kinds are read with ``get``);
     * ``prune``: set ``False`` to skip the prune phase.
 
     Returns a :class:`ReconcileResult`. Never raises a cluster error: failures
-    are recorded per object (a failed list during prune is recorded under the
-    key ``(apiVersion, kind, "", "*")``).
+    are recorded per object (a failed list is recorded under the key
+    ``(apiVersion, kind, "", "*")``; that kind's objects are then read one by
+    one with ``get`` and its prune waits for the next run).
     """
     last_applied = last_applied or {}
     desired = list(desired)
@@ -372,9 +405,11 @@ def reconcile(
     if len(wanted) != len(desired):
         raise ValueError("desired objects must have distinct keys")
     result = ReconcileResult()
+    listing = _list_managed(port, kinds, result)
     for obj in desired:
-        result.objects.append(_sync_one(port, obj, last_applied.get(key_of(obj)), result))
+        result.objects.append(
+            _sync_one(port, obj, last_applied.get(key_of(obj)), result, listing))
     if prune:
-        _prune(port, kinds, wanted, result)
+        _prune(port, kinds, wanted, result, listing)
     return result
 

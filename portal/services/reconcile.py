@@ -115,22 +115,41 @@ def _reconcile_once(*, cluster_id: int, port):
     return result, generation, port
 
 
+#: ManagedObject fields a reconcile pass may change (compared to skip unchanged rows).
+_RECORDED = ("team_id", "desired", "observed_state", "applied_hash", "applied_generation",
+             "last_error", "drift_count", "last_drift_at")
+
+
+_GENERATION = _RECORDED.index("applied_generation")
+
+
+def _recorded(row: ManagedObject) -> tuple:
+    return tuple(getattr(row, name) for name in _RECORDED)
+
+
 @transaction.atomic
 def _record(*, cluster_id: int, generation: int, result: ReconcileResult) -> None:
+    """Store the pass's outcome: one row per object, written only where it changed.
+
+    New rows are bulk-created, changed rows bulk-updated, pruned rows deleted
+    in one query: a no-op pass over thousands of objects writes no row.
+    """
     cluster = Cluster.objects.select_for_update().get(pk=cluster_id)
     now = timezone.now()
     teams = dict(Team.objects.filter(cluster_id=cluster_id).values_list("slug", "pk"))
     rows = {row.key: row for row in ManagedObject.objects.filter(cluster_id=cluster_id)}
     seen = set()
+    created, updated, confirmed, drifted, pruned = [], [], [], [], []
     for item in result.objects:
-        if item.key[3] == "*":  # a failed list during prune: no object to record it on
+        if item.key[3] == "*":  # a failed list: no object to record it on
             continue
         seen.add(item.key)
         row = rows.get(item.key)
         if item.action == PRUNED:
             if row is not None:
-                row.delete()
+                pruned.append(row.pk)
             continue
+        before = None if row is None else _recorded(row)
         if row is None:
             api_version, kind, namespace, name = item.key
             row = ManagedObject(cluster_id=cluster_id, api_version=api_version, kind=kind,
@@ -148,13 +167,30 @@ def _record(*, cluster_id: int, generation: int, result: ReconcileResult) -> Non
         if item.drift:
             row.drift_count += 1
             row.last_drift_at = now
-        row.save()
-        if item.drift:
-            audit_record(actor=None, action="managed_object.drift_corrected", target=row,
-                         team=row.team, before=None,
-                         after={"kind": row.kind, "namespace": row.namespace, "name": row.name})
-    # Rows of objects neither desired nor found on the cluster any more.
-    ManagedObject.objects.filter(pk__in=[r.pk for k, r in rows.items() if k not in seen]).delete()
+            drifted.append(row)
+        if before is None:
+            row.updated_at = now
+            created.append(row)
+        elif _recorded(row)[:_GENERATION] + _recorded(row)[_GENERATION + 1:] != (
+                before[:_GENERATION] + before[_GENERATION + 1:]):
+            row.updated_at = now
+            updated.append(row)
+        elif row.applied_generation != before[_GENERATION]:
+            confirmed.append(row.pk)  # unchanged, now confirmed at this generation
+    ManagedObject.objects.bulk_create(created, batch_size=500)
+    ManagedObject.objects.bulk_update(updated, [*(f.removesuffix("_id") for f in _RECORDED),
+                                                "updated_at"], batch_size=500)
+    for start in range(0, len(confirmed), 500):
+        ManagedObject.objects.filter(pk__in=confirmed[start:start + 500]).update(
+            applied_generation=generation, updated_at=now)
+    for row in drifted:
+        audit_record(actor=None, action="managed_object.drift_corrected", target=row,
+                     team=row.team, before=None,
+                     after={"kind": row.kind, "namespace": row.namespace, "name": row.name})
+    # Pruned rows, and rows of objects neither desired nor found on the cluster any more.
+    gone = pruned + [r.pk for k, r in rows.items() if k not in seen]
+    if gone:
+        ManagedObject.objects.filter(pk__in=gone).delete()
     failures = [f"{i.key[1]} {i.key[2] + '/' if i.key[2] else ''}{i.key[3]}: {i.error}"
                 for i in result.failed]
     cluster.last_error = "\n".join(failures)[:_MAX_ERROR]

@@ -6,7 +6,7 @@ import copy
 import pytest
 
 from queues.errors import PermanentError, TransientError
-from queues.reconcile import content_hash, is_subset, key_of, observe, reconcile
+from queues.reconcile import KUEUE_KINDS, content_hash, is_subset, key_of, observe, reconcile
 from queues.render.labels import managed_selector, shared_labels, team_labels
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -18,6 +18,8 @@ class FakeCluster:
     def __init__(self):
         self.objects = {}
         self.writes = 0
+        self.lists = 0
+        self.gets = 0
         self.errors = {}  # (verb, name) -> exception, raised once
 
     def _raise(self, verb, name):
@@ -39,10 +41,13 @@ class FakeCluster:
 
     def get(self, api_version, kind, name, namespace=None):
         self._raise("get", name)
+        self.gets += 1
         obj = self.objects.get((api_version, kind, namespace or "", name))
         return copy.deepcopy(obj)
 
     def list(self, api_version, kind, label_selector="", namespace=None):
+        self._raise("list", kind)
+        self.lists += 1
         wanted = dict(part.split("=") for part in label_selector.split(",") if part)
         return [copy.deepcopy(o) for k, o in sorted(self.objects.items())
                 if k[:2] == (api_version, kind)
@@ -204,11 +209,34 @@ def test_permanent_error_is_recorded_on_that_object_only():
                                          "message": message}
 
 
+def test_each_kind_is_listed_once_and_nothing_is_read_one_by_one():
+    cluster = FakeCluster()
+    last = applied(reconcile(cluster, world("a", "b", "c"), {}))
+    cluster.lists = cluster.gets = 0
+    assert reconcile(cluster, world("a", "b", "c"), last).writes == 0
+    assert cluster.lists == len(KUEUE_KINDS) and cluster.gets == 0
+
+
+def test_failed_list_falls_back_to_get_and_skips_that_kinds_prune():
+    cluster = FakeCluster()
+    last = applied(reconcile(cluster, world("a", "b"), {}))
+    cluster.errors[("list", "ClusterQueue")] = TransientError("list: 503", status=503)
+    result = reconcile(cluster, world("a"), last)
+    by = actions(result)
+    assert by[("ClusterQueue", "*")] == "failed" and result.retry_later
+    assert by[("ClusterQueue", "a")] == "unchanged"  # read with get instead
+    assert cluster.gets == 1
+    assert ("ClusterQueue", "b") not in by  # its prune waits for the next run
+    assert by[("LocalQueue", "b")] == "pruned"
+
+
 def test_get_failure_is_recorded_without_a_write():
     cluster = FakeCluster()
+    cluster.errors[("list", "ResourceFlavor")] = TransientError("timeout", reason="Timeout")
     cluster.errors[("get", "h100")] = TransientError("timeout", reason="ReadTimeoutError")
     result = reconcile(cluster, [flavor()], {})
-    assert actions(result) == {("ResourceFlavor", "h100"): "failed"}
+    assert actions(result) == {("ResourceFlavor", "*"): "failed",
+                               ("ResourceFlavor", "h100"): "failed"}
     assert cluster.writes == 0 and result.retry_later
 
 
