@@ -93,8 +93,9 @@ FAULTS = {
                      "count": 2},
     "409 conflict on apply": {"method": "PATCH", "path": r"/clusterqueues/team-a$",
                               "status": 409, "reason": "Conflict", "count": 2},
-    "503 on get": {"method": "GET", "path": r"/namespaces/team-b/resourcequotas/gpu-quota$",
-                   "status": 503, "count": 2},
+    # The run's list of a kind fails: its objects are read one by one, its prune waits.
+    "503 on list": {"method": "GET", "path": r"/v1beta2/clusterqueues$", "status": 503,
+                    "count": 2},
     "dropped connection on apply": {"method": "PATCH", "path": r"/localqueues/team-a$",
                                     "drop": True, "count": 2},
     # Longer than the worker's read timeout: the client gives up, the server still
@@ -187,7 +188,7 @@ def test_second_concurrent_reconcile_skips_and_the_holder_applies_its_change(wor
     server = world["server"]
     cluster = world["cluster"]
     before = {key_of(o): o for o in desired_objects(cluster_specs(cluster=cluster))}
-    held = server.faults.add("GET", r"/resourceflavors/h100$", delay=2, count=1)
+    held = server.faults.add("GET", r"/resourceflavors$", delay=2, count=1)
     thread, outcome = _in_thread(lambda: cluster_reconcile(cluster_id=cluster.pk))
     wait_for(lambda: held.hits == 1, "the first reconcile to hold the lock")
 
@@ -221,7 +222,7 @@ def test_two_workers_never_reconcile_one_cluster_at_once(world, port, start_work
     cluster = world["cluster"]
     start_worker()
     start_worker()
-    held = server.faults.add("GET", r"/resourceflavors/h100$", delay=3, count=1)
+    held = server.faults.add("GET", r"/resourceflavors$", delay=3, count=1)
     first = reconcile_cluster_task.delay(cluster.pk)
     wait_for(lambda: held.hits == 1, "the first task to hold the lock")
     second = reconcile_cluster_task.delay(cluster.pk)
