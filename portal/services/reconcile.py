@@ -115,9 +115,14 @@ def _reconcile_once(*, cluster_id: int, port):
     return result, generation, port
 
 
-#: ManagedObject fields a reconcile pass may change (compared to skip unchanged rows).
-_RECORDED = ("team_id", "desired", "observed_state", "applied_hash", "applied_generation",
-             "last_error", "drift_count", "last_drift_at")
+#: ManagedObject fields a reconcile pass may change (compared to skip unchanged rows):
+#: every concrete field but the object's identity and the timestamp, so a field
+#: added to the model is recorded without touching this list.
+_RECORDED = tuple(
+    f.attname for f in ManagedObject._meta.concrete_fields
+    if f.attname not in {"id", "cluster_id", "api_version", "kind", "namespace", "name",
+                         "updated_at"}
+)
 
 
 _GENERATION = _RECORDED.index("applied_generation")
@@ -178,8 +183,7 @@ def _record(*, cluster_id: int, generation: int, result: ReconcileResult) -> Non
         elif row.applied_generation != before[_GENERATION]:
             confirmed.append(row.pk)  # unchanged, now confirmed at this generation
     ManagedObject.objects.bulk_create(created, batch_size=500)
-    ManagedObject.objects.bulk_update(updated, [*(f.removesuffix("_id") for f in _RECORDED),
-                                                "updated_at"], batch_size=500)
+    ManagedObject.objects.bulk_update(updated, [*_RECORDED, "updated_at"], batch_size=500)
     for start in range(0, len(confirmed), 500):
         ManagedObject.objects.filter(pk__in=confirmed[start:start + 500]).update(
             applied_generation=generation, updated_at=now)
