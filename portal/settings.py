@@ -181,6 +181,10 @@ if SCHEDULER_BACKEND not in ("kueue", "volcano"):
     )
 KUBECONFIG = env.str("KUBECONFIG", default="")
 KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
+#: Seconds to connect to, and to wait for an answer from, the Kubernetes API
+#: (each request; a timeout is a transient error, retried with backoff).
+KUBE_CONNECT_TIMEOUT = env.float("KUBE_CONNECT_TIMEOUT", default=5.0)
+KUBE_REQUEST_TIMEOUT = env.float("KUBE_REQUEST_TIMEOUT", default=30.0)
 #: Seconds between full reconciles of an up-to-date cluster (finds hand edits).
 RECONCILE_DRIFT_CHECK_SECONDS = env.float("RECONCILE_DRIFT_CHECK_SECONDS", default=300.0)
 PROMETHEUS_URL = env.str("PROMETHEUS_URL", default="")

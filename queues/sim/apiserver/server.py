@@ -23,6 +23,10 @@ log = logging.getLogger(__name__)
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle's algorithm on, the
+    # second waits for the client's delayed ACK (~40 ms per request on Linux).
+    # TCP_NODELAY, as Go's net/http (the real API server) sets by default.
+    disable_nagle_algorithm = True
     server: _Server
 
     def _serve(self) -> None:
