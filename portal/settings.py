@@ -169,8 +169,20 @@ CELERY_BEAT_SCHEDULE = {
     # The outbox's safety net: re-drive clusters whose applied generation lags,
     # and a full drift check of each every RECONCILE_DRIFT_CHECK_SECONDS.
     "resync": {"task": "portal.resync", "schedule": 30.0},
+    # GPU utilization: a 5-minute sample from DCGM, hourly/daily rollups, retention,
+    # then idle-GPU detection over the stored samples.
+    "usage-collect": {"task": "portal.usage_collect", "schedule": 300.0},
+    "usage-rollup": {"task": "portal.usage_rollup", "schedule": 3600.0},
+    "usage-prune": {"task": "portal.usage_prune", "schedule": 86400.0},
+    "idle-detect": {"task": "portal.idle_detect", "schedule": 900.0},
     # Gang jobs: read every live job's Workload, events and queue position.
     "jobs-sync": {"task": "portal.jobs_sync", "schedule": 15.0},
+}
+#: Fairness history: a snapshot per flavor every interval, kept for the retention.
+FAIRNESS_SNAPSHOT_INTERVAL_SECONDS = env.int("FAIRNESS_SNAPSHOT_INTERVAL_SECONDS", default=300)
+FAIRNESS_SNAPSHOT_RETENTION_DAYS = env.int("FAIRNESS_SNAPSHOT_RETENTION_DAYS", default=30)
+CELERY_BEAT_SCHEDULE["fairness-snapshot"] = {
+    "task": "portal.fairness_snapshot", "schedule": float(FAIRNESS_SNAPSHOT_INTERVAL_SECONDS),
 }
 
 # --- the cluster side ---------------------------------------------------------------
@@ -187,7 +199,30 @@ KUBE_CONNECT_TIMEOUT = env.float("KUBE_CONNECT_TIMEOUT", default=5.0)
 KUBE_REQUEST_TIMEOUT = env.float("KUBE_REQUEST_TIMEOUT", default=30.0)
 #: Seconds between full reconciles of an up-to-date cluster (finds hand edits).
 RECONCILE_DRIFT_CHECK_SECONDS = env.float("RECONCILE_DRIFT_CHECK_SECONDS", default=300.0)
+
+# --- GPU utilization (DCGM) and idle GPUs ----------------------------------------------
+#: Prometheus that scrapes dcgm-exporter (HTTP API root). Empty: read DCGM_EXPORTER_URL.
 PROMETHEUS_URL = env.str("PROMETHEUS_URL", default="")
+#: A dcgm-exporter /metrics URL read directly when PROMETHEUS_URL is empty (the demo).
+DCGM_EXPORTER_URL = env.str("DCGM_EXPORTER_URL", default="")
+#: Days each resolution of stored samples is kept (5-minute, hourly, daily).
+USAGE_RETENTION_5M_DAYS = env.int("USAGE_RETENTION_5M_DAYS", default=14)
+USAGE_RETENTION_HOURLY_DAYS = env.int("USAGE_RETENTION_HOURLY_DAYS", default=180)
+USAGE_RETENTION_DAILY_DAYS = env.int("USAGE_RETENTION_DAILY_DAYS", default=1825)
+#: Hours after an idle flag before staff may reclaim the job.
+IDLE_GRACE_HOURS = env.float("IDLE_GRACE_HOURS", default=24.0)
+#: Hours a snooze (allowed once per flag, with a justification) holds off reclaim.
+IDLE_SNOOZE_HOURS = env.float("IDLE_SNOOZE_HOURS", default=72.0)
+#: Sender of idle-GPU emails.
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="gpu-portal@localhost")
+#: Django's mailers (Django 6.1): SMTP at EMAIL_HOST:EMAIL_PORT in production, the
+#: console in the demo (DEBUG); EMAIL_BACKEND overrides the backend class.
+_EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.smtp.EmailBackend"
+                         if not DEBUG else "django.core.mail.backends.console.EmailBackend")
+MAILERS = {"default": {"BACKEND": _EMAIL_BACKEND, "OPTIONS": {
+    "host": env.str("EMAIL_HOST", default="localhost"),
+    "port": env.int("EMAIL_PORT", default=25),
+} if _EMAIL_BACKEND.endswith("smtp.EmailBackend") else {}}}
 
 # --- logging ------------------------------------------------------------------------
 LOGGING = {

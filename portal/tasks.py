@@ -121,6 +121,70 @@ def resync() -> list[int]:
     return ids
 
 
+@shared_task(name="portal.usage_collect", **RETRY_POLICY)
+def usage_collect_task() -> dict:
+    """Store the 5-minute GPU usage sample that just ended (periodic, every 5 minutes).
+
+    Returns ``{"start", "source", "error", "rows", "dropped"}``. Idempotent: the bucket
+    is replaced whole (see :func:`portal.services.usage.usage_collect`).
+    """
+    from django.utils import timezone
+
+    from portal.services.usage import STEP, floor_to, usage_collect
+
+    result = usage_collect(at=floor_to(timezone.now(), STEP))
+    return {"start": result.start.isoformat(), "source": result.source,
+            "error": result.error, "rows": result.rows, "dropped": result.dropped}
+
+
+@shared_task(name="portal.usage_rollup")
+def usage_rollup_task() -> dict:
+    """Hourly and daily rollups of the stored samples (periodic, hourly); idempotent."""
+    from portal.services.usage import usage_rollup
+
+    return usage_rollup()
+
+
+@shared_task(name="portal.usage_prune")
+def usage_prune_task() -> dict:
+    """Delete stored samples past their retention (periodic, daily)."""
+    from portal.services.usage import usage_prune
+
+    return {str(k): v for k, v in usage_prune().items()}
+
+
+@shared_task(name="portal.idle_detect")
+def idle_detect_task() -> dict:
+    """Flag idle jobs, clear stale flags (periodic); ``{"flagged": ids, "cleared": ids}``."""
+    from portal.services.idle import idle_detect
+
+    result = idle_detect()
+    return {"flagged": result.flagged, "cleared": result.cleared}
+
+
+@shared_task(name="portal.idle_notify", **RETRY_POLICY)
+def idle_notify_task(flag_id: int) -> dict:
+    """Email the owner and leads of idle flag ``flag_id`` and enqueue its webhooks (once)."""
+    from portal.services.idle import idle_notify
+
+    return idle_notify(flag_id=flag_id)
+
+
+@shared_task(name="portal.idle_webhook", **RETRY_POLICY)
+def idle_webhook_task(flag_id: int, url: str) -> int | None:
+    """POST idle flag ``flag_id`` as JSON to ``url``; retried with backoff on failure."""
+    from portal.services.idle import idle_webhook_post
+
+    return idle_webhook_post(flag_id=flag_id, url=url)
+
+
+@shared_task(name="portal.job_deactivate", **RECONCILE_RETRY_POLICY)
+def job_deactivate_task(job_id: int) -> dict | None:
+    """Deactivate job ``job_id`` on its cluster (Kueue spec.active=false, Volcano AbortJob),
+    never delete it; retried on transient cluster errors. Idempotent."""
+    from portal.services.deactivate import job_deactivate
+
+    return job_deactivate(job_id=job_id)
 # --- gang jobs ------------------------------------------------------------------------
 
 
@@ -176,3 +240,17 @@ def jobs_sync_task() -> dict:
     from portal.services.jobs import jobs_sync
 
     return jobs_sync()
+
+
+@shared_task(name="portal.fairness_snapshot")
+def fairness_snapshot() -> dict:
+    """Store every flavor's fairness for the history charts (periodic, every
+    ``FAIRNESS_SNAPSHOT_INTERVAL_SECONDS``) and delete snapshots older than
+    ``FAIRNESS_SNAPSHOT_RETENTION_DAYS``.
+
+    Returns ``{"created": int, "pruned": int}``. Idempotent: a second run in the same
+    interval creates nothing (see :func:`portal.services.fairness.fairness_snapshot_take`).
+    """
+    from portal.services.fairness import fairness_snapshot_take
+
+    return fairness_snapshot_take()

@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from portal.views import clusters, jobs, staff, teams
+from portal.views import clusters, fairness, jobs, staff, teams, utilization
 from portal.views.dashboard import dashboard
 from portal.views.health import healthz
 
@@ -20,6 +20,13 @@ urlpatterns = [
     path("teams/<slug:slug>/members/", teams.member_add, name="team-member-add"),
     path("teams/<slug:slug>/members/<str:username>/remove/", teams.member_remove,
          name="team-member-remove"),
+    path("teams/<slug:slug>/utilization/", utilization.team_utilization,
+         name="team-utilization"),
+    path("teams/<slug:slug>/utilization/flags/<int:pk>/snooze/", utilization.flag_snooze,
+         name="idle-flag-snooze"),
+    path("staff/utilization/", utilization.staff_utilization, name="staff-utilization"),
+    path("staff/utilization/flags/<int:pk>/reclaim/", utilization.flag_reclaim,
+         name="idle-flag-reclaim"),
     path("jobs/", jobs.job_list, name="jobs-page"),
     path("jobs/rows.json", jobs.job_rows, name="jobs-rows"),
     path("teams/<slug:slug>/jobs/", jobs.job_list, name="team-jobs"),
@@ -31,6 +38,7 @@ urlpatterns = [
     path("teams/<slug:slug>/jobs/<int:pk>/refresh/", jobs.job_refresh_view,
          name="job-refresh"),
     path("staff/requests/", staff.review_queue, name="review-queue"),
+    path("staff/fairness/", fairness.staff_fairness, name="staff-fairness"),
     path("staff/requests/<int:pk>/", staff.review_detail, name="review-detail"),
     path("staff/requests/<int:pk>/approve/", staff.review_approve, name="review-approve"),
     path("staff/requests/<int:pk>/reject/", staff.review_reject, name="review-reject"),

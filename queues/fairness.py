@@ -559,15 +559,25 @@ class ReclaimSuggestion:
         """Sum of ``sources`` amounts (GPUs)."""
         return sum((g for _, g in self.sources), Fraction(0))
 
-    def sentence(self) -> str:
+    def sentence(self, *, name_sources: bool = True) -> str:
         """Plain English, e.g. "team-c is 4 GPUs below its fair share; 2 could be
-        reclaimed from team-a and 2 from team-b"."""
+        reclaimed from team-a and 2 from team-b".
+
+        ``name_sources=False`` says where without naming the other teams (for viewers
+        who may not see them): "...; 4 could be reclaimed from other teams of its
+        cohort".
+        """
         head = f"{self.team} is {_gpus(self.deficit_gpus)} below its fair share"
         if not self.sources:
             return f"{head}; no team in its cohort is above its fair share to reclaim from"
-        parts = [f"{_fmt(g)} from {t}" for t, g in self.sources]
-        listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-        text = f"{head}; {listed.replace(' from ', ' could be reclaimed from ', 1)}"
+        if name_sources:
+            parts = [f"{_fmt(g)} from {t}" for t, g in self.sources]
+            listed = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+            text = f"{head}; {listed.replace(' from ', ' could be reclaimed from ', 1)}"
+        else:
+            others = "another team" if len(self.sources) == 1 else "other teams"
+            text = (f"{head}; {_fmt(self.reclaimable_gpus)} could be reclaimed from "
+                    f"{others} of its cohort")
         shortfall = self.deficit_gpus - self.reclaimable_gpus
         if shortfall > 0:
             text += f" ({_gpus(shortfall)} cannot be reclaimed)"

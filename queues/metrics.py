@@ -62,18 +62,22 @@ __all__ = [
     "DCGM_METRICS",
     "FB_USED",
     "DcgmMetric",
+    "JobAllocation",
+    "JobUsage",
     "PodAllocation",
     "PrometheusClient",
     "PrometheusError",
     "QueryResult",
     "Sample",
     "UsageRow",
+    "UsageSnapshot",
     "UtilizationReport",
     "activity_queries",
     "fetch_samples",
     "job_name_from_pod",
     "parse_exposition",
     "samples_from_vector",
+    "usage_snapshot",
     "utilization",
 ]
 
@@ -651,4 +655,206 @@ def _row(team: str | None, job: str | None, pods: tuple[str, ...], allocated: fl
         busy_gpu_equivalents=busy if util is not None else None,
         utilization=util, idle=None if util is None else util < idle_below,
         fb_used_bytes=fb,
+    )
+
+
+# --------------------------------------------------------------------------- jobs
+
+
+@dataclass(frozen=True)
+class JobAllocation:
+    """A job holding GPUs, from the portal's records (jobs Admitted or Running).
+
+    Fields:
+        team: the team's namespace.
+        job: the job's name; its pods are named ``<job>-...`` (Indexed Job
+            ``<job>-<index>-<random>``, JobSet ``<job>-<replicatedJob>-...``, Volcano
+            ``<job>-<task>-<index>``).
+        units: allocatable units the whole gang holds (workers x GPUs per worker):
+            GPUs, MIG instances or time-sliced replicas.
+        units_per_pod: units each pod holds (GPUs per worker); caps what a pod reports.
+        flavor: the GPU flavor's name (key of ``replicas``).
+        replicas: time-slicing replicas per physical GPU of the flavor (>= 1).
+        key: the caller's identifier of the job (e.g. a database id), passed through.
+    """
+
+    team: str
+    job: str
+    units: int
+    units_per_pod: int
+    flavor: str | None = None
+    replicas: int = 1
+    key: Any = None
+
+
+@dataclass(frozen=True)
+class JobUsage:
+    """One job's, one team's or the unattributed bucket's GPUs at one instant.
+
+    Fields:
+        team: namespace, ``None`` for the unattributed bucket.
+        job: job name on job rows, ``None`` on team and unattributed rows.
+        key: :attr:`JobAllocation.key` on job rows, else ``None``.
+        allocated_gpus: physical GPU-equivalents held (a time-sliced replica counts
+            1/replicas). For the unattributed bucket: 0 (nobody holds them per the portal).
+        reporting_gpus: how many of them have a valid activity sample (same unit).
+        busy_gpu_equivalents: sum of activity ratios (0..1) of reporting GPUs; ``None``
+            when nothing reported (no data, never 0).
+        unmatched_gpus: on team rows, GPUs held by pods of the namespace that no active
+            job of the portal owns (counted as allocated and reporting: the device
+            plugin assigned them to a pod).
+    """
+
+    team: str | None
+    job: str | None
+    key: Any
+    allocated_gpus: float
+    reporting_gpus: float
+    busy_gpu_equivalents: float | None
+    unmatched_gpus: float = 0.0
+
+    @property
+    def coverage(self) -> float | None:
+        """``reporting / allocated`` in 0..1, ``None`` when nothing is allocated."""
+        if self.allocated_gpus <= 0:
+            return None
+        return min(1.0, self.reporting_gpus / self.allocated_gpus)
+
+    @property
+    def utilization(self) -> float | None:
+        """``busy / reporting`` in 0..1, ``None`` = no data."""
+        if self.busy_gpu_equivalents is None or self.reporting_gpus <= 0:
+            return None
+        return self.busy_gpu_equivalents / self.reporting_gpus
+
+
+@dataclass(frozen=True)
+class UsageSnapshot:
+    """What :func:`usage_snapshot` returns.
+
+    Fields:
+        jobs: one :class:`JobUsage` per given job (in the given order), reporting or not.
+        teams: one per team with allocated or reporting GPUs, sorted by team.
+        unattributed: GPUs whose series carry no namespace/pod, or a namespace that is
+            no team (``None`` when there are none).
+        dropped: impossible samples dropped, by metric name.
+        unknown_namespaces: namespaces seen in series that are no team, sorted.
+    """
+
+    jobs: tuple[JobUsage, ...]
+    teams: tuple[JobUsage, ...]
+    unattributed: JobUsage | None
+    dropped: Mapping[str, int]
+    unknown_namespaces: tuple[str, ...]
+
+
+def usage_snapshot(
+    samples: Iterable[Sample],
+    *,
+    jobs: Iterable[JobAllocation],
+    teams: Iterable[str],
+    aliases: Mapping[str, DcgmMetric] = DCGM_METRICS,
+) -> UsageSnapshot:
+    """Attribute DCGM samples to the portal's teams and jobs.
+
+    Inputs: ``samples`` (as for :func:`utilization`), ``jobs`` holding GPUs now (their
+    allocation is what the portal admitted, whether their GPUs report or not), ``teams``
+    (namespaces that are teams).
+
+    Method:
+        1. A pod belongs to the active job of its namespace whose name followed by "-"
+           is the longest prefix of the pod's name.
+        2. Series whose namespace is no team lose their namespace/pod and so go to the
+           unattributed bucket (never a team named ""), as do series without them.
+        3. :func:`utilization` then does units, MIG instances, time slicing (each job's
+           ``replicas``), metric preference, dropping and per-pod capping.
+        4. A job's allocated GPUs = ``units / replicas``; its reporting GPUs never
+           exceed that. A job with no valid sample reports 0 GPUs and ``None`` busy.
+        5. A team row adds its jobs and the pods of its namespace that no job owns.
+
+    Raises :class:`ValueError` for a job with units < 0, units_per_pod < 1 or
+    replicas < 1, or a job without team or name.
+    """
+    team_set = set(teams)
+    job_list = list(jobs)
+    by_team: dict[str, list[JobAllocation]] = defaultdict(list)
+    for j in job_list:
+        if not j.team or not j.job:
+            raise ValueError("a job allocation needs a team and a job name")
+        if j.units < 0 or j.units_per_pod < 1 or j.replicas < 1:
+            raise ValueError(f"{j.team}/{j.job}: units must be >= 0, units_per_pod and "
+                             "replicas >= 1")
+        by_team[j.team].append(j)
+    for team_jobs in by_team.values():
+        team_jobs.sort(key=lambda j: len(j.job), reverse=True)  # longest prefix first
+
+    kept: list[Sample] = []
+    unknown: set[str] = set()
+    owner: dict[tuple[str, str], JobAllocation] = {}
+    for s in samples:
+        ns, pod = _first(s.labels, NAMESPACE_LABELS), _first(s.labels, POD_LABELS)
+        if ns and pod and ns not in team_set:
+            unknown.add(ns)
+            s = Sample(s.metric, {k: v for k, v in s.labels.items()
+                                  if k not in NAMESPACE_LABELS and k not in POD_LABELS},
+                       s.value, s.timestamp)
+        elif ns and pod and (ns, pod) not in owner:
+            for j in by_team.get(ns, ()):
+                if pod.startswith(j.job + "-"):
+                    owner[(ns, pod)] = j
+                    break
+        kept.append(s)
+
+    flavor_keys = {j.key if j.key is not None else (j.team, j.job): j for j in job_list}
+    # one pseudo-flavor per job so that each job's replicas apply to its own pods
+    pseudo = {id(j): f"job:{i}" for i, j in enumerate(flavor_keys.values())}
+    allocations = [PodAllocation(ns, pod, j.units_per_pod, pseudo[id(j)])
+                   for (ns, pod), j in owner.items()]
+    report = utilization(
+        kept, allocations=allocations,
+        pod_jobs={key: j.job for key, j in owner.items()},
+        replicas_per_gpu={pseudo[id(j)]: j.replicas for j in flavor_keys.values()},
+        aliases=aliases,
+    )
+    rows = {(r.team, r.job): r for r in report.jobs}
+    job_rows: list[JobUsage] = []
+    team_acc: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0.0, 0.0])
+    matched_names = set()
+    for j in job_list:
+        allocated = j.units / j.replicas
+        row = rows.get((j.team, j.job))
+        matched_names.add((j.team, j.job))
+        reporting = min(row.reporting_gpus, allocated) if row else 0.0
+        busy = row.busy_gpu_equivalents if row and reporting > 0 else None
+        if busy is not None and row.reporting_gpus > allocated:
+            busy = busy * allocated / row.reporting_gpus
+        job_rows.append(JobUsage(j.team, j.job, j.key, allocated, reporting, busy))
+        acc = team_acc[j.team]
+        acc[0] += allocated
+        acc[1] += reporting
+        if busy is not None:
+            acc[2] += busy
+            acc[3] += 1
+    for (team, job), row in rows.items():
+        if (team, job) in matched_names or row.busy_gpu_equivalents is None:
+            continue
+        # pods of a team namespace that no active job owns: their GPUs are held
+        acc = team_acc[team]
+        acc[0] += row.reporting_gpus
+        acc[1] += row.reporting_gpus
+        acc[2] += row.busy_gpu_equivalents
+        acc[3] += 1
+        acc[4] += row.reporting_gpus
+    team_rows = tuple(
+        JobUsage(team, None, None, a, r, b if n else None, unmatched)
+        for team, (a, r, b, n, unmatched) in sorted(team_acc.items())
+    )
+    un = report.unattributed
+    unattributed = None
+    if un is not None:
+        unattributed = JobUsage(None, None, None, 0.0, un.reporting_gpus,
+                                un.busy_gpu_equivalents)
+    return UsageSnapshot(
+        jobs=tuple(job_rows), teams=team_rows, unattributed=unattributed,
+        dropped=dict(report.dropped), unknown_namespaces=tuple(sorted(unknown)),
     )

@@ -83,3 +83,15 @@ def make_request(*, team: Team, flavor: GpuFlavor, requested_by=None, nominal_gp
         team=team, flavor=flavor, requested_by=requested_by, nominal_gpus=nominal_gpus,
         justification=justification, **fields,
     )
+
+
+def make_job(*, team: Team, flavor: GpuFlavor, name: str | None = None, workers: int = 1,
+             gpus_per_worker: int = 1, phase: str = "Running", **fields):
+    """A gang job of ``team`` on ``flavor`` in ``phase`` (default Running)."""
+    from portal.models import Job
+
+    fields.setdefault("image", "ghcr.io/example/train:1.0")
+    return Job.objects.create(
+        team=team, flavor=flavor, name=name or f"job-{_n()}", workers=workers,
+        gpus_per_worker=gpus_per_worker, phase=phase, **fields,
+    )

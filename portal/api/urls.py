@@ -1,9 +1,11 @@
 """``/api/v1/`` routes."""
 
+from django.urls import path
 from rest_framework.routers import DefaultRouter
 
-from portal.api import views
+from portal.api import fairness, views
 from portal.api.jobs import JobViewSet
+from portal.api.usage import UtilizationView
 
 router = DefaultRouter()
 router.register("flavors", views.FlavorViewSet, basename="flavor")
@@ -12,4 +14,8 @@ router.register("teams", views.TeamViewSet, basename="team")
 router.register("quota-requests", views.QuotaRequestViewSet, basename="quota-request")
 router.register("jobs", JobViewSet, basename="job")
 
-urlpatterns = router.urls
+urlpatterns = [
+    path("utilization/", UtilizationView.as_view(), name="utilization"),
+    path("fairness/", fairness.FairnessView.as_view(), name="fairness"),
+    *router.urls,
+]

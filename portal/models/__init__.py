@@ -1,17 +1,21 @@
-"""The portal's models: clusters and flavors, teams, quota, jobs, audit."""
+"""The portal's models: clusters and flavors, teams, quota, jobs, usage, audit."""
 
 from portal.models.audit import AuditEvent
 from portal.models.clusters import Cluster, GpuFlavor, PriorityClass
+from portal.models.fairness import FairnessSnapshot
 from portal.models.jobs import Job
 from portal.models.quota import QuotaGrant, QuotaRequest
 from portal.models.reconcile import ManagedObject
 from portal.models.teams import Cohort, Membership, Team
+from portal.models.usage import IdleFlag, UsageSample
 
 __all__ = [
     "AuditEvent",
     "Cluster",
     "Cohort",
+    "FairnessSnapshot",
     "GpuFlavor",
+    "IdleFlag",
     "Job",
     "ManagedObject",
     "Membership",
@@ -19,4 +23,5 @@ __all__ = [
     "QuotaGrant",
     "QuotaRequest",
     "Team",
+    "UsageSample",
 ]

@@ -1,5 +1,6 @@
 """Clusters, their GPU flavors and priority classes."""
 
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from portal.models.validators import validate_dns1123_label, validate_gpu_resource
@@ -9,6 +10,8 @@ class Cluster(models.Model):
     """A Kubernetes cluster the portal reconciles, reached through a kubeconfig context.
 
     ``backend`` picks the renderers: Kueue (``kueue.x-k8s.io/v1beta2``) or Volcano.
+    ``idle_threshold`` (0..1, default 0.05) and ``idle_window_hours`` (default 24) say
+    when a job holding GPUs is flagged idle; ``idle_webhook_url`` is POSTed each flag.
     """
 
     class Backend(models.TextChoices):
@@ -28,10 +31,29 @@ class Cluster(models.Model):
     )
     last_reconciled_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    idle_threshold = models.FloatField(
+        default=0.05, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)],
+        help_text="a job is idle while its GPU activity stays below this ratio (0..1)",
+    )
+    idle_window_hours = models.PositiveIntegerField(
+        default=24, validators=[MinValueValidator(1)],
+        help_text="hours of activity below the threshold before a job is flagged idle",
+    )
+    idle_webhook_url = models.URLField(
+        blank=True, help_text="POSTed a JSON message for every idle flag (empty: none)"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(idle_threshold__gte=0) & models.Q(idle_threshold__lte=1),
+                name="cluster_idle_threshold_ratio",
+            ),
+            models.CheckConstraint(condition=models.Q(idle_window_hours__gte=1),
+                                   name="cluster_idle_window_gte_1"),
+        ]
 
     def __str__(self) -> str:
         return self.name

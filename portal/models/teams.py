@@ -37,7 +37,8 @@ class Team(models.Model):
     """A team: its namespace (``slug``), ClusterQueue and LocalQueue on one cluster.
 
     ``slug`` is a DNS-1123 label (at most 63 characters), used as is for the
-    namespace name: never truncated or altered.
+    namespace name: never truncated or altered. ``idle_webhook_url`` (optional) is
+    POSTed a JSON message for every idle flag on the team's jobs.
     """
 
     slug = models.CharField(max_length=63, unique=True, validators=[validate_dns1123_label])
@@ -52,6 +53,9 @@ class Team(models.Model):
     )
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="teams"
+    )
+    idle_webhook_url = models.URLField(
+        blank=True, help_text="POSTed a JSON message for each idle flag of the team's jobs"
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -17,6 +17,7 @@ from portal.selectors.cluster_state import request_cluster_state, team_cluster_s
 from portal.selectors.teams import TeamPage, team_page, teams_for_user
 from portal.services.quota import quota_request_create, quota_request_withdraw
 from portal.services.teams import membership_remove, membership_set
+from portal.views.fairness import team_fairness_chart
 
 
 def _page_or_404(request: HttpRequest, slug: str) -> TeamPage:
@@ -34,6 +35,7 @@ def _render_team(request, page: TeamPage, *, quota_form=None, member_form=None, 
     return render(request, "portal/team_detail.html", {
         "page": page, "team": page.team, "quota_form": quota_form, "member_form": member_form,
         "cluster_state": team_cluster_state(team=page.team),
+        "fairness_chart": team_fairness_chart(team=page.team, flavors=page.flavors),
     }, status=status)
 
 

@@ -110,3 +110,18 @@ def celery_worker_process(django_db_setup, django_db_blocker, kubeconfig_path):
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def prometheus():
+    """A real ``prometheus`` (Debian's package) on a free loopback port, scraping a
+    loopback DCGM-format endpoint every second (see :mod:`tests.integration.prometheus`).
+
+    Yields a :class:`tests.integration.prometheus.PrometheusServer`; its ``endpoint``
+    serves :data:`tests.integration.prometheus.DCGM_TEXT`. Fails with ``CI=true`` (skips
+    elsewhere) when ``prometheus`` is not installed.
+    """
+    from tests.integration.prometheus import DcgmEndpoint, start_prometheus
+
+    with DcgmEndpoint() as endpoint, start_prometheus(endpoint) as server:
+        yield server

@@ -198,6 +198,21 @@ def test_water_fill_zero_demands_and_zero_capacity():
     assert water_fill(8, []) == {}
 
 
+def test_water_fill_weights_without_demand_caps():
+    # 12 GPUs, everyone wants more than there is; weights 1 : 2 : 3 -> L = 12 / 6 = 2:
+    # shares 2, 4, 6 (proportional to the weights).
+    shares = water_fill(
+        12, [Claim("a", 100), Claim("b", 100, weight=2), Claim("c", 100, weight=3)]
+    )
+    assert shares == {"a": 2, "b": 4, "c": 6}
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 10])
+def test_jain_one_of_n_is_one_over_n_and_equal_is_one(n):
+    assert jain_index([7] + [0] * (n - 1)) == pytest.approx(1 / n)
+    assert jain_index([F(3, 7)] * n) == 1.0
+
+
 def test_water_fill_float_and_decimal_weights_are_exact():
     # weights 0.1 and 0.2 are read as 1/10 and 2/10: 9 GPUs split 3 / 6 exactly.
     shares = water_fill(9, [Claim("a", 9, weight=0.1), Claim("b", 9, weight=Decimal("0.2"))])
@@ -313,6 +328,21 @@ def test_reclaim_sentence():
     assert suggestion.sources == (("team-a", 2), ("team-b", 2))
     assert suggestion.sentence() == (
         "team-c is 4 GPUs below its fair share; 2 could be reclaimed from team-a and 2 from team-b"
+    )
+
+
+def test_reclaim_sentence_without_naming_the_other_teams():
+    (suggestion,) = compute_fairness(_three_team_cohort()).reclaim
+    assert suggestion.sentence(name_sources=False) == (
+        "team-c is 4 GPUs below its fair share; 4 could be reclaimed from other teams of its "
+        "cohort"
+    )
+    from queues.fairness import ReclaimSuggestion
+
+    one = ReclaimSuggestion("t", F(3), (("u", F(1)),))
+    assert one.sentence(name_sources=False) == (
+        "t is 3 GPUs below its fair share; 1 could be reclaimed from another team of its cohort "
+        "(2 GPUs cannot be reclaimed)"
     )
 
 
