@@ -150,15 +150,17 @@ class Command(BaseCommand):
             span = jobs[-1].submit_time - jobs[0].submit_time
             self.stdout.write(f"submitting {len(jobs)} jobs over {span / speed:,.1f} s "
                               f"(speed {speed:g}) to {api_url}")
+            submit_start = time.monotonic()
             with tqdm(total=len(jobs), desc="submit", unit="job", file=sys.stderr,
                       disable=None) as bar:
                 submissions = replay.submit_jobs(client, jobs, speed=speed, payload=payload,
                                                  progress=bar)
-            submitted_in = time.monotonic() - started
+            submitted_in = time.monotonic() - submit_start
             accepted = sum(1 for s in submissions if s.job_id is not None)
-            self.stdout.write(f"submitted {accepted} of {len(jobs)} jobs in "
-                              f"{submitted_in:.1f} s (latest {max(s.late for s in submissions):.1f}"
-                              " s behind schedule)")
+            self.stdout.write(
+                f"submitted {accepted} of {len(jobs)} jobs in {submitted_in:.1f} s "
+                f"({len(jobs) / max(submitted_in, 1e-9):.1f} jobs/s; at most "
+                f"{max(s.late for s in submissions):.1f} s behind schedule)")
             latest: dict = {}
             if not no_wait:
                 with tqdm(total=accepted, desc="finish", unit="job", file=sys.stderr,

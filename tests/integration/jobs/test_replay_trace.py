@@ -194,3 +194,73 @@ def test_submissions_follow_the_accelerated_trace_clock(portal_world, live_serve
     # No team philly-aaaaaa exists: each refusal is recorded (404) and the replay goes on.
     assert [(r.status, r.job_id) for r in records] == [(404, None)] * 3
     assert all(isinstance(r, Submission) and r.errors for r in records)
+
+
+def test_replay_waits_until_every_job_is_final_and_reports_waits(portal_world, live_server,
+                                                                  tmp_path):
+    """Without --no-wait the command polls the API until every job is final, then prints
+    per-team waits. The test plays Kueue (``queues.sim.kueue_objects``) on the emulator:
+    it admits the three jobs 10, 20 and 40 s after their submission (the Admitted
+    condition's time) and finishes them; the portal reads that back on refresh."""
+    import datetime as dt
+    import threading
+
+    from queues.sim import kueue_objects as kueue
+
+    token = Token.objects.create(user=portal_world["staff"]).key
+    trace = tmp_path / "philly.csv"
+    trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n"
+                     "2017-10-09 07:00:00,60.0,1,60.0,aaaaaa\n"
+                     "2017-10-09 07:00:01,60.0,8,480.0,aaaaaa\n"
+                     "2017-10-09 07:00:02,60.0,16,960.0,aaaaaa\n")
+    out = io.StringIO()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            call_command("replay_trace", str(trace), "--format", "philly", "--speed", "1e9",
+                         "--create-teams", "--flavor", "v100", "--token", token,
+                         "--api-url", live_server.url, "--timeout", "120",
+                         "--poll-interval", "0.2", stdout=out)
+        except BaseException as exc:  # reported by the test thread
+            errors.append(exc)
+
+    command = threading.Thread(target=run, daemon=True)
+    command.start()
+    port = KubernetesCluster(kubeconfig=settings.KUBECONFIG)
+    session = requests.Session()
+    session.headers["Authorization"] = f"Token {token}"
+    waits = {"trace-1": 10, "trace-2": 20, "trace-3": 40}
+    done: set[str] = set()
+    deadline = time.monotonic() + 90
+    while len(done) < 3 and time.monotonic() < deadline:
+        for job in Job.objects.exclude(cluster_uid="").exclude(name__in=done):
+            live = port.get("batch/v1", "Job", job.name, job.team.slug)
+            workload = kueue.create_workload(port, live)
+            admitted = job.submitted_at + dt.timedelta(seconds=waits[job.name])
+            kueue.admit(port, workload, cluster_queue=job.team.slug, flavor="v100",
+                        now=admitted)
+            kueue.unsuspend_job(port, live)
+            kueue.set_job_status(port, live, active=0, ready=0, succeeded=job.workers,
+                                 complete=True)
+            kueue.finish(port, workload, succeeded=True,
+                         now=admitted + dt.timedelta(seconds=60))
+            response = session.post(f"{live_server.url}/api/v1/jobs/{job.pk}/refresh/",
+                                    timeout=30)
+            assert response.status_code == 202
+            done.add(job.name)
+        time.sleep(0.2)
+    command.join(timeout=120)
+    assert not command.is_alive() and not errors, errors
+    text = out.getvalue()
+    assert "timeout" not in text
+    [row] = [line.split() for line in text.splitlines() if line.startswith("philly-aaaaaa")]
+    # Kueue's condition times have whole seconds: each wait is its target minus the
+    # fraction of a second of submitted_at.
+    measured = {j.name: (j.admitted_at - j.submitted_at).total_seconds()
+                for j in Job.objects.all()}
+    assert all(waits[name] - 1 < wait <= waits[name] for name, wait in measured.items())
+    # submitted, refused, admitted, finished, mean wait, p95 (nearest rank: the largest of 3)
+    assert row[1:] == ["3", "0", "3", "3", f"{sum(measured.values()) / 3:.1f}",
+                       f"{measured['trace-3']:.1f}"]
+    assert Job.objects.filter(phase="Succeeded").count() == 3
