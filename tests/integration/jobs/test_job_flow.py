@@ -153,8 +153,10 @@ def test_a_job_goes_queued_admitted_running_preempted_and_succeeded(flow, kind):
     assert client.get(f"/api/v1/jobs/{job_id}/").json()["phase"] == "Running"
 
     # Preempted and requeued: counted, with its preemptor.
+    # One instant for the conditions and the event: interpret_kueue counts distinct
+    # preemption instants, and a second between them would count as two preemptions.
     kueue.preempt(port, workload, live, preemptor_uid="wl-uid-9", preemptor_job_uid="job-uid-9",
-                  reason="InCohortReclamation")
+                  reason="InCohortReclamation", now=timezone.now())
     job = refresh(client, job_id, "Queued")
     assert job.reason == "Preempted"
     assert job.preemptions == 1
@@ -277,5 +279,11 @@ def test_the_periodic_sync_reads_every_live_job_and_redrives_a_lost_cancel(flow)
     assert "can never start as it is" in waiting.message
     lost = Job.objects.get(pk=lost_id)
     assert lost.phase == "Cancelled" and live_job(port, lost) is None
-    # Nothing left to do: the next run reads only the waiting job.
+    # Nothing left to do: the next run reads only the waiting job, and writes nothing.
+    flow["server"].counters.reset()
     assert jobs_sync_task.delay().get(timeout=60) == {"synced": 1, "cancelled": 0, "failed": 0}
+    counts = flow["server"].counters.snapshot()
+    assert counts["writes"] == 0
+    # Five reads per queued job: the job, the Workloads, events of both, the queue position.
+    assert {verb: n for verb, n in counts["by_verb"].items() if verb != "discovery"} == {
+        "get": 2, "list": 3}
