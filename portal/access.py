@@ -50,3 +50,38 @@ def visible_teams(user) -> QuerySet[Team]:
     if not getattr(user, "is_authenticated", False):
         return Team.objects.none()
     return Team.objects.filter(memberships__user=user).distinct()
+
+
+def visible_jobs(user) -> QuerySet:
+    """Jobs ``user`` may see: all for staff, those of their teams otherwise (a queryset).
+
+    A job of a team the user does not belong to is invisible (404, never 403).
+    """
+    from portal.models import Job
+
+    if is_staff(user):
+        return Job.objects.all()
+    if not getattr(user, "is_authenticated", False):
+        return Job.objects.none()
+    return Job.objects.filter(team__memberships__user=user)
+
+
+def can_submit_job(user, team: Team) -> bool:
+    """Every member and lead of ``team`` may submit jobs to it; staff to any team."""
+    return is_staff(user) or role_in(user, team) is not None
+
+
+def can_cancel_job(user, job, *, role: str | None = None) -> bool:
+    """Staff cancel any job; a team's lead any job of the team; a member only their own.
+
+    ``role``: the user's role in the job's team when the caller already knows it
+    (saves the query).
+    """
+    if is_staff(user):
+        return True
+    if not getattr(user, "is_authenticated", False):
+        return False
+    role = role if role is not None else role_in(user, job.team)
+    if role == Membership.Role.LEAD:
+        return True
+    return role == Membership.Role.MEMBER and job.submitter_id == user.pk

@@ -113,3 +113,34 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(models.Job)
+class JobAdmin(admin.ModelAdmin):
+    """Gang jobs, read-only; staff cancel through the service (Workload deactivated first)."""
+
+    list_display = ("name", "team", "phase", "reason", "queue_position", "workers",
+                    "gpus_per_worker", "flavor", "submitter", "submitted_at")
+    list_filter = ("phase", "kind", "team")
+    list_select_related = ("team", "flavor", "submitter")
+    search_fields = ("name", "team__slug", "submitter__username")
+    actions = ["cancel_jobs"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # submitted by teams through the form or the API
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.action(description="Cancel the selected jobs")
+    def cancel_jobs(self, request, queryset) -> None:
+        from portal.services.jobs import job_cancel
+
+        for job in queryset:
+            try:
+                job_cancel(actor=request.user, job=job)
+            except ValidationError as exc:
+                self.message_user(request, f"{job.name}: {' '.join(exc.messages)}",
+                                  messages.WARNING)
+            else:
+                self.message_user(request, f"Cancelling {job.name}.")

@@ -4,6 +4,7 @@ Numbers of GPUs are taken as text and handed to the services unchanged, so
 "1.5" is refused (never rounded) with the service's own message.
 """
 
+import shlex
 from datetime import datetime, time
 
 from django import forms
@@ -93,3 +94,90 @@ class ReviewRejectForm(forms.Form):
     comment = forms.CharField(
         widget=forms.Textarea(attrs={"rows": 2}), required=False, label="Reason (required)"
     )
+
+
+class JobForm(forms.Form):
+    """Submit a gang job. Shapes only: the service checks the rules (and names the field).
+
+    ``command`` and ``args`` are command lines split like a POSIX shell would
+    (``shlex``); ``env`` is one ``NAME=value`` per line. Numbers are handed to
+    the service as typed, so ``1.5`` GPUs is refused with the service's message.
+    Field names are the API's.
+    """
+
+    name = forms.CharField(max_length=100, help_text="Lowercase letters, digits and '-', "
+                                                     "starting with a letter (at most 47).")
+    image = forms.CharField(max_length=512, help_text="e.g. ghcr.io/org/train:1.4")
+    command = forms.CharField(required=False, max_length=4000,
+                              help_text="Empty = the image's entrypoint. Split like a shell.")
+    args = forms.CharField(required=False, max_length=8000)
+    env = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                          help_text="One NAME=value per line.")
+    kind = forms.ChoiceField(choices=[("job", "Single-role job (Indexed Job)"),
+                                      ("jobset", "Multi-node job (JobSet, workers find each "
+                                                 "other by DNS)")], initial="job")
+    workers = forms.CharField(max_length=12, initial="1")
+    gpus_per_worker = forms.CharField(label="GPUs per worker", max_length=12, initial="1",
+                                      help_text="Whole GPUs; requests always equal limits.")
+    flavor = forms.ChoiceField(label="GPU flavor")
+    cpu_per_worker = forms.CharField(label="CPU per worker", required=False, max_length=32,
+                                     help_text="Quantity such as 8 or 500m; empty = the "
+                                               "flavor's CPU per GPU.")
+    memory_per_worker = forms.CharField(label="Memory per worker", required=False,
+                                        max_length=32,
+                                        help_text="Quantity such as 64Gi; empty = the "
+                                                  "flavor's memory per GPU.")
+    priority = forms.ChoiceField(label="Priority class", required=False)
+    max_runtime_seconds = forms.CharField(label="Maximum runtime (seconds)", required=False,
+                                          max_length=12, help_text="Empty = no limit.")
+
+    def __init__(self, *args, flavors: list[GpuFlavor], priorities: list, **kwargs) -> None:
+        """``flavors``: the flavors the team holds quota on; ``priorities``: priority classes."""
+        super().__init__(*args, **kwargs)
+        self.fields["flavor"].choices = [
+            (f.name, f"{f.name} ({f.gpu_model or f.gpu_resource})") for f in flavors
+        ]
+        self.fields["priority"].choices = [("", "queue default")] + [
+            (p.name, f"{p.name} ({p.value})") for p in priorities
+        ]
+
+    @staticmethod
+    def _split(field: str, text: str) -> list[str]:
+        try:
+            return shlex.split(text or "")
+        except ValueError as exc:
+            raise ValidationError(f"Cannot split this command line: {exc}.",
+                                  code=f"bad_{field}") from exc
+
+    def clean_command(self) -> list[str]:
+        """The command as a list of strings."""
+        return self._split("command", self.cleaned_data.get("command", ""))
+
+    def clean_args(self) -> list[str]:
+        """The arguments as a list of strings."""
+        return self._split("args", self.cleaned_data.get("args", ""))
+
+    def clean_env(self) -> list[dict]:
+        """``NAME=value`` lines as ``[{name, value}]`` (names checked by the service)."""
+        env = []
+        for number, line in enumerate((self.cleaned_data.get("env") or "").splitlines(), 1):
+            if not line.strip():
+                continue
+            name, sep, value = line.partition("=")
+            if not sep:
+                raise ValidationError(f"Line {number}: expected NAME=value, got '{line}'.")
+            env.append({"name": name.strip(), "value": value})
+        return env
+
+    def service_kwargs(self) -> dict:
+        """Keyword arguments for :func:`portal.services.jobs.job_submit` / ``job_check``."""
+        data = self.cleaned_data
+        return {
+            "name": data["name"], "image": data["image"], "command": data["command"],
+            "args": data["args"], "env": data["env"], "workers": data["workers"],
+            "gpus_per_worker": data["gpus_per_worker"], "flavor": data["flavor"],
+            "cpu_per_worker": data["cpu_per_worker"],
+            "memory_per_worker": data["memory_per_worker"],
+            "priority": data["priority"] or None, "kind": data["kind"],
+            "max_runtime_seconds": data["max_runtime_seconds"] or None,
+        }

@@ -169,6 +169,8 @@ CELERY_BEAT_SCHEDULE = {
     # The outbox's safety net: re-drive clusters whose applied generation lags,
     # and a full drift check of each every RECONCILE_DRIFT_CHECK_SECONDS.
     "resync": {"task": "portal.resync", "schedule": 30.0},
+    # Gang jobs: read every live job's Workload, events and queue position.
+    "jobs-sync": {"task": "portal.jobs_sync", "schedule": 15.0},
 }
 
 # --- the cluster side ---------------------------------------------------------------

@@ -91,3 +91,60 @@ def resync() -> list[int]:
     for cluster_id in ids:
         reconcile_cluster_task.delay(cluster_id)
     return ids
+
+
+# --- gang jobs ------------------------------------------------------------------------
+
+
+@shared_task(name="portal.job_create", **RECONCILE_RETRY_POLICY)
+def job_create_task(job_id: int) -> dict:
+    """Create job ``job_id``'s suspended manifest on its cluster (enqueued on submit).
+
+    Returns ``{"job_id", "outcome"}`` with outcome ``created``/``exists``/
+    ``skipped``/``failed`` (see :func:`portal.services.jobs.job_create`).
+    Transient cluster errors are retried with backoff and jitter; the job is
+    then read back once (``portal.job_sync``). Idempotent: an existing job is
+    never applied again.
+    """
+    from portal.services.jobs import job_create, job_sync
+
+    outcome = job_create(job_id=job_id)
+    if outcome in ("created", "exists"):
+        job_sync(job_id=job_id)
+    return {"job_id": job_id, "outcome": outcome}
+
+
+@shared_task(name="portal.job_cancel", **RECONCILE_RETRY_POLICY)
+def job_cancel_task(job_id: int) -> dict:
+    """Deactivate the job's Workload, then delete the job; phase ``Cancelled``.
+
+    Returns ``{"job_id", "outcome"}`` (``cancelled``/``skipped``). Retried with
+    backoff on transient errors; idempotent.
+    """
+    from portal.services.jobs import job_cancel_execute
+
+    return {"job_id": job_id, "outcome": job_cancel_execute(job_id=job_id)}
+
+
+@shared_task(name="portal.job_sync", **RECONCILE_RETRY_POLICY)
+def job_sync_task(job_id: int) -> dict:
+    """Read one job's status from the cluster now (the on-demand refresh).
+
+    Returns ``{"job_id", "phase"}`` (``phase`` ``None`` when there was nothing
+    to read). Retried with backoff on transient errors; read-only on the cluster.
+    """
+    from portal.services.jobs import job_sync
+
+    return {"job_id": job_id, "phase": job_sync(job_id=job_id)}
+
+
+@shared_task(name="portal.jobs_sync")
+def jobs_sync_task() -> dict:
+    """Sync every job whose status may still change (periodic, every ~15 s).
+
+    Returns ``{"synced": n, "failed": n}``. A job whose read fails is left for
+    the next run (its ``last_error`` says why); the others are still synced.
+    """
+    from portal.services.jobs import jobs_sync
+
+    return jobs_sync()

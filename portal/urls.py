@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView
 
-from portal.views import clusters, staff, teams
+from portal.views import clusters, jobs, staff, teams
 from portal.views.dashboard import dashboard
 from portal.views.health import healthz
 
@@ -20,6 +20,16 @@ urlpatterns = [
     path("teams/<slug:slug>/members/", teams.member_add, name="team-member-add"),
     path("teams/<slug:slug>/members/<str:username>/remove/", teams.member_remove,
          name="team-member-remove"),
+    path("jobs/", jobs.job_list, name="jobs-page"),
+    path("jobs/rows.json", jobs.job_rows, name="jobs-rows"),
+    path("teams/<slug:slug>/jobs/", jobs.job_list, name="team-jobs"),
+    path("teams/<slug:slug>/jobs/rows.json", jobs.job_rows, name="team-jobs-rows"),
+    path("teams/<slug:slug>/jobs/new/", jobs.job_new, name="job-new"),
+    path("teams/<slug:slug>/jobs/validate/", jobs.job_validate, name="job-validate"),
+    path("teams/<slug:slug>/jobs/<int:pk>/", jobs.job_detail, name="job-page"),
+    path("teams/<slug:slug>/jobs/<int:pk>/cancel/", jobs.job_cancel_view, name="job-cancel"),
+    path("teams/<slug:slug>/jobs/<int:pk>/refresh/", jobs.job_refresh_view,
+         name="job-refresh"),
     path("staff/requests/", staff.review_queue, name="review-queue"),
     path("staff/requests/<int:pk>/", staff.review_detail, name="review-detail"),
     path("staff/requests/<int:pk>/approve/", staff.review_approve, name="review-approve"),

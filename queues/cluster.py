@@ -43,6 +43,8 @@ from queues.errors import ClusterError, PermanentError, TransientError
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "VISIBILITY_API_VERSION",
+    "WORKLOAD_API_VERSION",
     "FIELD_MANAGER",
     "ClusterError",
     "KubernetesCluster",
@@ -57,6 +59,10 @@ FIELD_MANAGER = "gpu-quota-portal"
 DEFAULT_TIMEOUT = (5.0, 30.0)
 
 _TRANSIENT_STATUS = {409, 429}
+
+#: Kueue's Workload kind and its on-demand visibility API.
+WORKLOAD_API_VERSION = "kueue.x-k8s.io/v1beta2"
+VISIBILITY_API_VERSION = "visibility.kueue.x-k8s.io/v1beta2"
 
 T = TypeVar("T")
 
@@ -249,6 +255,37 @@ class KubernetesCluster:
             raise
         return True
 
+    def create(self, obj: dict, *, field_manager: str = FIELD_MANAGER) -> dict:
+        """Create ``obj`` (POST); the stored object. A 409 AlreadyExists raises
+        :class:`TransientError` with ``reason == "AlreadyExists"``; other failures as usual.
+        """
+        api_version, kind = obj["apiVersion"], obj["kind"]
+        meta = obj.get("metadata") or {}
+        namespace = meta.get("namespace")
+        resource = self._resource(api_version, kind)
+        what = f"create {self._describe(api_version, kind, meta.get('name'), namespace)}"
+        return self._call(what, lambda: resource.create(
+            body=obj, namespace=namespace, field_manager=field_manager,
+            _request_timeout=self._timeout,
+        )).to_dict()
+
+    def patch(self, api_version: str, kind: str, name: str, namespace: str | None, patch: dict,
+              *, subresource: str = "", field_manager: str = FIELD_MANAGER) -> dict:
+        """JSON merge patch (RFC 7386) of one object, or of its ``status`` subresource
+        (``subresource="status"``); the patched object. Lists in ``patch`` replace
+        the stored lists whole. Raises :class:`PermanentError` (404 if missing) or
+        :class:`TransientError`.
+        """
+        resource = self._resource(api_version, kind)
+        target = resource.subresources[subresource] if subresource else resource
+        what = f"patch {self._describe(api_version, kind, name, namespace)}" + (
+            f"/{subresource}" if subresource else "")
+        return self._call(what, lambda: target.patch(
+            name=name, namespace=namespace, body=patch,
+            content_type="application/merge-patch+json", field_manager=field_manager,
+            _request_timeout=self._timeout,
+        )).to_dict()
+
     def status(self, api_version: str, kind: str, name: str, namespace: str | None = None
                ) -> dict | None:
         """The object's ``status`` dict (``{}`` when it has none), ``None`` if it does not exist.
@@ -259,3 +296,102 @@ class KubernetesCluster:
         if live is None:
             return None
         return live.get("status") or {}
+
+    # -- gang jobs: Workloads, queue positions, cancel, events
+
+    def list_workloads(self, namespace: str, label_selector: str = "") -> list[dict]:
+        """Kueue ``Workload`` objects (v1beta2 dicts) in ``namespace`` matching ``label_selector``.
+
+        Raises :class:`TransientError` or :class:`PermanentError` (404
+        ``UnknownKind`` when Kueue is not installed).
+        """
+        return self.list(WORKLOAD_API_VERSION, "Workload", label_selector, namespace)
+
+    def pending_workloads(self, namespace: str, local_queue: str) -> list[dict]:
+        """Kueue's visibility API: the pending Workloads of a LocalQueue, in queue order.
+
+        ``GET /apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/<ns>/localqueues/<lq>/
+        pendingworkloads`` (a ``PendingWorkloadsSummary``). Returns its
+        ``items``: dicts with ``metadata.name``/``namespace``, ``priority``,
+        ``localQueueName``, ``positionInLocalQueue`` and ``positionInClusterQueue``
+        (0-based, 0 = next). A 404 (no such LocalQueue, or the visibility API not
+        served) raises :class:`PermanentError`; other failures as usual.
+        """
+        path = (f"/apis/{VISIBILITY_API_VERSION}/namespaces/{namespace}/localqueues/"
+                f"{local_queue}/pendingworkloads")
+        body = self._raw_get(f"pending workloads of {namespace}/{local_queue}", path)
+        return [dict(item) for item in body.get("items") or []]
+
+    def deactivate_workload(self, namespace: str, name: str) -> dict | None:
+        """Merge-patch ``spec.active: false`` on a Workload; the patched object, ``None`` if gone.
+
+        Kueue then evicts the workload (its pods stop; suspending an admitted
+        job alone does not stop it). Raises :class:`TransientError` or
+        :class:`PermanentError`.
+        """
+        resource = self._resource(WORKLOAD_API_VERSION, "Workload")
+        what = f"deactivate {self._describe(WORKLOAD_API_VERSION, 'Workload', name, namespace)}"
+        try:
+            result = self._call(what, lambda: resource.patch(
+                name=name, namespace=namespace, body={"spec": {"active": False}},
+                content_type="application/merge-patch+json", _request_timeout=self._timeout,
+            ))
+        except PermanentError as exc:
+            if exc.status == 404 and exc.reason != "UnknownKind":
+                return None
+            raise
+        return result.to_dict()
+
+    def delete_background(self, api_version: str, kind: str, name: str, namespace: str) -> bool:
+        """Delete with ``propagationPolicy: Background`` (dependents - pods, child Jobs -
+        are removed by the garbage collector afterwards). ``True`` if deleted,
+        ``False`` if already gone. Raises :class:`TransientError` or :class:`PermanentError`.
+        """
+        resource = self._resource(api_version, kind)
+        what = f"delete {self._describe(api_version, kind, name, namespace)}"
+        dyn = self._client()
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+        try:
+            self._call(what, lambda: dyn.delete(resource, name=name, namespace=namespace,
+                                                body=body, _request_timeout=self._timeout))
+        except PermanentError as exc:
+            if exc.status == 404 and exc.reason != "UnknownKind":
+                return False
+            raise
+        return True
+
+    def list_events(self, namespace: str, involved_name: str,
+                    involved_kind: str = "") -> list[dict]:
+        """core/v1 Events in ``namespace`` about the object named ``involved_name``.
+
+        Uses the field selector ``involvedObject.name=<name>`` (plus
+        ``involvedObject.kind`` when given), oldest first by ``lastTimestamp``
+        (else ``eventTime``, ``firstTimestamp``, creation time).
+        """
+        selector = f"involvedObject.name={involved_name}"
+        if involved_kind:
+            selector += f",involvedObject.kind={involved_kind}"
+        resource = self._resource("v1", "Event")
+        listing = self._call(
+            f"list events of {namespace}/{involved_name}",
+            lambda: resource.get(namespace=namespace, field_selector=selector,
+                                 _request_timeout=self._timeout),
+        ).to_dict()
+        items = []
+        for item in listing.get("items") or []:
+            item.setdefault("apiVersion", "v1")
+            item.setdefault("kind", "Event")
+            items.append(item)
+
+        def when(event: dict) -> str:
+            return str(event.get("lastTimestamp") or event.get("eventTime")
+                       or event.get("firstTimestamp")
+                       or (event.get("metadata") or {}).get("creationTimestamp") or "")
+
+        return sorted(items, key=when)
+
+    def _raw_get(self, what: str, path: str) -> dict:
+        dyn = self._client()
+        result = self._call(what, lambda: dyn.request(
+            "GET", path, _request_timeout=self._timeout))
+        return result.to_dict() if hasattr(result, "to_dict") else dict(result)

@@ -3,7 +3,10 @@
 Every rendered object carries ``app.kubernetes.io/managed-by`` and
 ``app.kubernetes.io/part-of`` (recommended labels,
 https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/)
-and ``portal.gpu/kind``. Objects that belong to a team (Namespace,
+and ``portal.gpu/kind``. Gang jobs (batch/v1 Job, JobSet) and their pods carry
+``job_labels(team, job)``: the team label, ``portal.gpu/kind: job`` and
+``portal.gpu/job: <portal job id>`` (how DCGM series and events are tied
+back to the portal's job). Objects that belong to a team (Namespace,
 ResourceQuota, ClusterQueue, LocalQueue, Volcano team Queue; cluster-scoped
 ones included) also carry ``portal.gpu/team: <slug>``. Shared objects
 (ResourceFlavor, Cohort, PriorityClass, WorkloadPriorityClass, Volcano cohort
@@ -21,7 +24,9 @@ __all__ = [
     "APP_NAME",
     "DISPLAY_NAME_ANNOTATION",
     "KIND_COHORT",
+    "JOB_LABEL",
     "KIND_FLAVOR",
+    "KIND_JOB",
     "KIND_LABEL",
     "KIND_PRIORITY_CLASS",
     "KIND_TEAM",
@@ -29,6 +34,8 @@ __all__ = [
     "MANAGED_BY_LABEL",
     "PART_OF_LABEL",
     "TEAM_LABEL",
+    "job_labels",
+    "job_selector",
     "managed_selector",
     "shared_labels",
     "shared_selector",
@@ -49,6 +56,8 @@ KIND_TEAM = "team"
 KIND_FLAVOR = "gpu-flavor"
 KIND_COHORT = "cohort"
 KIND_PRIORITY_CLASS = "priority-class"
+KIND_JOB = "job"
+JOB_LABEL = f"{LABEL_DOMAIN}/job"
 SHARED_KINDS = (KIND_FLAVOR, KIND_COHORT, KIND_PRIORITY_CLASS)
 
 
@@ -81,3 +90,14 @@ def team_selector(slug: str) -> str:
 def shared_selector(kind: str) -> str:
     """Label selector matching the shared objects of ``kind``."""
     return f"{managed_selector()},{KIND_LABEL}={kind}"
+
+
+def job_labels(team: str, job: str) -> dict[str, str]:
+    """Labels of a gang job of team ``team`` (and of its pods); ``job`` is the portal's job id."""
+    return {**_base(), KIND_LABEL: KIND_JOB, TEAM_LABEL: team, JOB_LABEL: job}
+
+
+def job_selector(team: str, job: str | None = None) -> str:
+    """Label selector matching the jobs of ``team`` (one job when ``job`` is given)."""
+    selector = f"{managed_selector()},{KIND_LABEL}={KIND_JOB},{TEAM_LABEL}={team}"
+    return f"{selector},{JOB_LABEL}={job}" if job is not None else selector

@@ -12,9 +12,12 @@ Served: discovery (/version, /api, /api/v1, /apis, /apis/<g>, /apis/<g>/<v>;
 legacy JSON only - the Python client never asks for aggregated discovery), core v1
 namespaces, resourcequotas, pods, services, events, configmaps, limitranges,
 scheduling.k8s.io/v1 priorityclasses, batch/v1 jobs, and every served version of
-the CRDs found under ``crd_dir``; CRUD, list with label/field selectors,
-merge/strategic/JSON patch, server-side apply, status subresources, Status errors,
-and test controls under ``/_emulator/`` (faults, reset, counters).
+the CRDs found under ``crd_dir`` (Kueue's Workload included), plus Kueue's
+visibility API ``visibility.kueue.x-k8s.io/v1beta2 .../localqueues/<lq>/pendingworkloads``
+computed from the stored Workloads (:mod:`.kueue_visibility`); CRUD, list with
+label/field selectors (events: ``involvedObject.*``), merge/strategic/JSON patch,
+server-side apply, status subresources, Status errors, and test controls under
+``/_emulator/`` (faults, reset, counters).
 
 Known simplifications (deliberate; tests should not rely on the real behaviour):
 

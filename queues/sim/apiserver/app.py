@@ -90,6 +90,9 @@ class Emulator:
         self._seed_namespaces = seed_namespaces
         self._custom_gets: list[tuple[re.Pattern[str], GetHandler]] = []
         self._extra_resources: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        from . import kueue_visibility  # imports this module: bound late
+
+        kueue_visibility.install(self)
         self.reset()
 
     # ------------------------------------------------------------------ public API
@@ -108,8 +111,11 @@ class Emulator:
         """Serve GET requests whose path fully matches ``pattern`` with ``handler``.
 
         ``handler(GetRequest)`` returns a JSON-ready body (HTTP 200) or raises
-        ApiError. With ``group``/``version``, discovery announces that group version
-        with the given APIResource dicts (``resources``), e.g. Kueue's visibility API::
+        ApiError. The latest registration matching a path wins (so a test can
+        replace the built-in Kueue visibility handler). With ``group``/``version``,
+        discovery announces that group version with the given APIResource dicts
+        (``resources``), e.g. Kueue's visibility API (served built in, see
+        :mod:`.kueue_visibility`)::
 
             emu.register_get(
                 r"/apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/(?P<ns>[^/]+)"
@@ -118,10 +124,12 @@ class Emulator:
                 resources=[{"name": "localqueues/pendingworkloads", "namespaced": True,
                             "kind": "PendingWorkloadsSummary", "verbs": ["get"]}])
         """
-        self._custom_gets.append((re.compile(pattern), handler))
+        self._custom_gets.insert(0, (re.compile(pattern), handler))
         if group and version:
             self.registry.add_group_version(group, version)
-            self._extra_resources.setdefault((group, version), []).extend(resources or [])
+            listed = self._extra_resources.setdefault((group, version), [])
+            names = {r.get("name") for r in resources or ()}
+            listed[:] = [r for r in listed if r.get("name") not in names] + list(resources or [])
 
     def handle(self, method: str, raw_path: str, headers: dict[str, str],
                body: bytes) -> Response:

@@ -2,8 +2,9 @@
 
 Label selector grammar (comma = AND): ``a=b``, ``a==b``, ``a!=b``, ``a in (x,y)``,
 ``a notin (x,y)``, ``a`` (exists), ``!a`` (does not exist).
-Field selectors support ``metadata.name`` and ``metadata.namespace`` with
-``=``, ``==`` and ``!=``.
+Field selectors support ``metadata.name`` and ``metadata.namespace``, plus the
+per-kind fields of :data:`KIND_FIELDS` (events: ``involvedObject.name`` ...),
+with ``=``, ``==`` and ``!=``.
 """
 
 from __future__ import annotations
@@ -74,27 +75,56 @@ def parse_label_selector(selector: str | None) -> Predicate:
     return match
 
 
-_FIELDS = {"metadata.name": "name", "metadata.namespace": "namespace"}
+#: Fields every kind indexes.
+_COMMON_FIELDS = ("metadata.name", "metadata.namespace")
+
+#: Extra fields the real API server indexes per (group, plural) (the kinds'
+#: ``AddFieldLabelConversionFunc`` in kubernetes/pkg/apis/*/v1/conversion.go),
+#: limited to those the portal uses.
+KIND_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "events"): (
+        "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+        "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+        "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type",
+    ),
+    ("", "pods"): ("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+                   "spec.serviceAccountName", "status.phase", "status.podIP"),
+    ("batch", "jobs"): ("status.successful",),
+}
 
 
-def parse_field_selector(selector: str | None) -> Predicate:
-    """Predicate for ``metadata.name``/``metadata.namespace`` selectors.
+def _lookup(obj: dict[str, Any], path: str) -> str:
+    value: Any = obj
+    for part in path.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    if value is None:
+        return ""
+    if isinstance(value, dict) and path == "source":
+        return str(value.get("component") or "")
+    return str(value)
 
+
+def parse_field_selector(selector: str | None, fields: tuple[str, ...] = ()) -> Predicate:
+    """Predicate for a field selector with ``=``, ``==`` and ``!=`` terms.
+
+    ``metadata.name`` and ``metadata.namespace`` always, plus ``fields`` (the
+    kind's indexed fields, :data:`KIND_FIELDS`; dotted paths into the object).
     Raises ApiError(400) for other fields, like a real server does for fields a
     resource does not index.
     """
     if not selector or not selector.strip():
         return lambda obj: True
+    known = (*_COMMON_FIELDS, *fields)
     preds: list[Predicate] = []
     for term in _split_terms(selector):
         m = _EQ_RE.match(term)
-        if not m or m.group(1) not in _FIELDS:
-            raise bad_request(f'"{term.strip()}" is not a known field selector: only '
-                              '"metadata.name", "metadata.namespace"')
-        attr, op, value = _FIELDS[m.group(1)], m.group(2), m.group(3)
+        if not m or m.group(1) not in known:
+            names = ", ".join(f'"{name}"' for name in known)
+            raise bad_request(f'"{term.strip()}" is not a known field selector: only {names}')
+        path, op, value = m.group(1), m.group(2), m.group(3)
 
-        def pred(obj: dict[str, Any], attr: str = attr, op: str = op, value: str = value) -> bool:
-            actual = (obj.get("metadata") or {}).get(attr, "")
+        def pred(obj: dict[str, Any], path: str = path, op: str = op, value: str = value) -> bool:
+            actual = _lookup(obj, path)
             return (actual != value) if op == "!=" else (actual == value)
 
         preds.append(pred)

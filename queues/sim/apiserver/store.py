@@ -25,7 +25,7 @@ from . import fields as f
 from .errors import ApiError, already_exists, bad_request, conflict, not_found
 from .patches import json_patch, merge_patch
 from .registry import Registry, ResourceType
-from .selectors import parse_field_selector, parse_label_selector
+from .selectors import KIND_FIELDS, parse_field_selector, parse_label_selector
 from .validation import prepare_object, prune_and_default
 
 MERGE_PATCH = "application/merge-patch+json"
@@ -165,7 +165,7 @@ class Store:
              field_selector: str | None = None) -> dict[str, Any]:
         """A ``<Kind>List`` of matching objects; ``namespace=None`` lists all namespaces."""
         label_pred = parse_label_selector(label_selector)
-        field_pred = parse_field_selector(field_selector)
+        field_pred = parse_field_selector(field_selector, KIND_FIELDS.get(rt.storage_key, ()))
         with self._lock:
             items = []
             for (ns, _name), entry in sorted(self._bucket(rt).items()):
