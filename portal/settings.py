@@ -185,6 +185,16 @@ KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
 RECONCILE_DRIFT_CHECK_SECONDS = env.float("RECONCILE_DRIFT_CHECK_SECONDS", default=300.0)
 PROMETHEUS_URL = env.str("PROMETHEUS_URL", default="")
 
+# --- what-if before approval (portal/selectors/whatif.py) -------------------------
+#: Days of submitted jobs the quota preview replays through the simulator.
+WHATIF_DAYS = env.int("WHATIF_DAYS", default=7)
+#: At most this many jobs (the most recent) are replayed.
+WHATIF_MAX_JOBS = env.int("WHATIF_MAX_JOBS", default=2000)
+#: Run time (s) of a job with neither a measured run time nor max_runtime_seconds.
+WHATIF_DEFAULT_DURATION_SECONDS = env.int("WHATIF_DEFAULT_DURATION_SECONDS", default=3600)
+#: Seconds a what-if result is cached (key: request, spec generation, newest job id).
+WHATIF_CACHE_SECONDS = env.int("WHATIF_CACHE_SECONDS", default=600)
+
 # --- logging ------------------------------------------------------------------------
 LOGGING = {
     "version": 1,
