@@ -401,16 +401,21 @@ def _moves(team: str, what: str, old: int, new: int, unit: str = "") -> str:
     return f"{team}'s {what} {verb} from {old} to {new}{unit}"
 
 
-def describe(result: WhatIfResult, min_change_seconds: float = 60.0) -> list[str]:
-    """Plain sentences on what changes, one per team and figure that moves:
+def describe(result: WhatIfResult, min_change_seconds: float = 60.0,
+             relative: float = 0.1) -> list[str]:
+    """Plain sentences on what changes noticeably, one per team and figure:
 
-    * p95 wait, when it moves by at least ``min_change_seconds`` and the words
-      differ: ``"team-b's p95 wait rises from 12 min to 40 min"`` (or "falls");
-    * ``"team-c's count of jobs never admitted rises from 0 to 3"``;
-    * ``"team-a's count of preempted jobs falls from 1 to 0"``;
-    * ``"team-b's peak borrowing falls from 8 to 4 GPUs"``.
+    * p95 wait, when it moves by at least ``min_change_seconds`` and by at least
+      ``relative`` (0..1) of its old value, and the words differ:
+      ``"team-b's p95 wait rises from 12 min to 40 min"`` (or "falls");
+    * jobs never admitted, on any change: ``"team-c's count of jobs never
+      admitted rises from 0 to 3"``;
+    * preempted jobs and peak GPUs borrowed, when they move by at least
+      ``2 * relative`` of the old value: ``"team-a's count of preempted jobs
+      falls from 1 to 0"``, ``"team-b's peak borrowing falls from 8 to 4 GPUs"``.
 
-    With no change at all: one sentence saying so.
+    The table of figures shows every change; the sentences leave out the noise.
+    With nothing noticeable: one sentence saying so.
     """
     sentences = []
     for row in result.teams:
@@ -418,19 +423,21 @@ def describe(result: WhatIfResult, min_change_seconds: float = 60.0) -> list[str
         if a.p95_wait_seconds is not None and b.p95_wait_seconds is not None:
             change = a.p95_wait_seconds - b.p95_wait_seconds
             old, new = format_duration(b.p95_wait_seconds), format_duration(a.p95_wait_seconds)
-            if abs(change) >= min_change_seconds and old != new:
+            if (abs(change) >= max(min_change_seconds, relative * b.p95_wait_seconds)
+                    and old != new):
                 verb = "rises" if change > 0 else "falls"
                 sentences.append(f"{row.team}'s p95 wait {verb} from {old} to {new}")
         if a.not_admitted != b.not_admitted:
             sentences.append(_moves(row.team, "count of jobs never admitted", b.not_admitted,
                                     a.not_admitted))
-        if a.jobs_preempted != b.jobs_preempted:
+        if abs(a.jobs_preempted - b.jobs_preempted) >= max(1, 2 * relative * b.jobs_preempted):
             sentences.append(_moves(row.team, "count of preempted jobs", b.jobs_preempted,
                                     a.jobs_preempted))
-        if a.borrowed_peak_gpus != b.borrowed_peak_gpus:
+        if abs(a.borrowed_peak_gpus - b.borrowed_peak_gpus) >= max(
+                1, 2 * relative * b.borrowed_peak_gpus):
             sentences.append(_moves(row.team, "peak borrowing", b.borrowed_peak_gpus,
                                     a.borrowed_peak_gpus, " GPUs"))
     if not sentences:
-        sentences.append("No team's waits, borrowing or preemptions change with the "
-                         "recent demand.")
+        sentences.append("No team's waits, borrowing or preemptions change noticeably with "
+                         "the recent demand.")
     return sentences

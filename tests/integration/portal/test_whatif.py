@@ -125,7 +125,8 @@ def test_a_request_on_an_idle_flavor_shows_no_change(site):
         assert set(row["delta"].values()) <= {0, None}
     assert what_if["fingerprint_before"] == what_if["fingerprint_after"]
     assert what_if["sentences"] == [
-        "No team's waits, borrowing or preemptions change with the recent demand."]
+        "No team's waits, borrowing or preemptions change noticeably with the "
+        "recent demand."]
 
 
 def test_without_recent_jobs_the_preview_says_so(site, settings):

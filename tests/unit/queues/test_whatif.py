@@ -109,7 +109,8 @@ def test_a_request_on_an_idle_flavor_changes_nothing():
         assert set(row.delta.values()) <= {0, None}
     assert result.fingerprint_before == result.fingerprint_after
     assert result.sentences == (
-        "No team's waits, borrowing or preemptions change with the recent demand.",)
+        "No team's waits, borrowing or preemptions change noticeably with the "
+        "recent demand.",)
     # the busy h100 figures are really there
     assert rows(result)["team-a"].before.jobs_preempted == 1
 
@@ -220,10 +221,18 @@ def test_describe_names_the_team_and_the_move():
         row("team-a", _figures("team-a", 0, preempted=2, peak=8), _figures("team-a", 30)),
         row("team-b", _figures("team-b", 720), _figures("team-b", 2400)),
         row("team-c", _figures("team-c", 100), _figures("team-c", 130, not_admitted=1)),
+        # small moves: 6 % of the wait, 1 of 13 preempted, 3 of 27 GPUs
+        row("team-d", _figures("team-d", 6000, preempted=13, peak=27),
+            _figures("team-d", 6360, preempted=14, peak=30)),
+        row("team-e", _figures("team-e", 6000, preempted=5, peak=10),
+            _figures("team-e", 7200, preempted=3, peak=12)),
     ), fingerprint_before="x", fingerprint_after="y")
     assert describe(result) == [
         "team-a's count of preempted jobs falls from 2 to 0",
         "team-a's peak borrowing falls from 8 to 0 GPUs",
         "team-b's p95 wait rises from 12 min to 40 min",
         "team-c's count of jobs never admitted rises from 0 to 1",
-    ]  # team-a's 30 s and team-c's 30 s wait changes are under a minute
+        "team-e's p95 wait rises from 1.7 h to 2.0 h",
+        "team-e's count of preempted jobs falls from 5 to 3",
+        "team-e's peak borrowing rises from 10 to 12 GPUs",
+    ]  # team-a's and team-c's 30 s wait changes are under a minute
