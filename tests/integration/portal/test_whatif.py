@@ -265,3 +265,13 @@ def test_members_cannot_preview(site):
     request = make_request(team=site["team_a"], flavor=site["h100"], nominal_gpus=8)
     response = api(site["member"]).get(f"/api/v1/quota-requests/{request.pk}/preview/")
     assert response.status_code == 403
+
+
+def test_the_openapi_schema_describes_what_if(site):
+    schema = api(site["staff"]).get("/api/schema/", {"format": "json"}).json()
+    components = schema["components"]["schemas"]
+    assert components["Preview"]["properties"]["what_if"]["allOf"][0]["$ref"] == (
+        "#/components/schemas/WhatIf")
+    assert set(components["WhatIfFigures"]["properties"]) == {
+        "team", "jobs", "admitted", "not_admitted", "mean_wait_seconds", "p95_wait_seconds",
+        "borrowed_mean_gpus", "borrowed_peak_gpus", "jobs_preempted", "preemptions"}
