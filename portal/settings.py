@@ -224,6 +224,16 @@ MAILERS = {"default": {"BACKEND": _EMAIL_BACKEND, "OPTIONS": {
     "port": env.int("EMAIL_PORT", default=25),
 } if _EMAIL_BACKEND.endswith("smtp.EmailBackend") else {}}}
 
+# --- what-if before approval (portal/selectors/whatif.py) -------------------------
+#: Days of submitted jobs the quota preview replays through the simulator.
+WHATIF_DAYS = env.int("WHATIF_DAYS", default=7)
+#: At most this many jobs (the most recent) are replayed.
+WHATIF_MAX_JOBS = env.int("WHATIF_MAX_JOBS", default=2000)
+#: Run time (s) of a job with neither a measured run time nor max_runtime_seconds.
+WHATIF_DEFAULT_DURATION_SECONDS = env.int("WHATIF_DEFAULT_DURATION_SECONDS", default=3600)
+#: Seconds a what-if result is cached (key: request, spec generation, newest job id).
+WHATIF_CACHE_SECONDS = env.int("WHATIF_CACHE_SECONDS", default=600)
+
 # --- logging ------------------------------------------------------------------------
 LOGGING = {
     "version": 1,
