@@ -201,6 +201,10 @@ if SCHEDULER_BACKEND not in ("kueue", "volcano"):
     )
 KUBECONFIG = env.str("KUBECONFIG", default="")
 KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
+#: Seconds to connect to, and to wait for an answer from, the Kubernetes API
+#: (each request; a timeout is a transient error, retried with backoff).
+KUBE_CONNECT_TIMEOUT = env.float("KUBE_CONNECT_TIMEOUT", default=5.0)
+KUBE_REQUEST_TIMEOUT = env.float("KUBE_REQUEST_TIMEOUT", default=30.0)
 #: Seconds between full reconciles of an up-to-date cluster (finds hand edits).
 RECONCILE_DRIFT_CHECK_SECONDS = env.float("RECONCILE_DRIFT_CHECK_SECONDS", default=300.0)
 
@@ -227,6 +231,16 @@ MAILERS = {"default": {"BACKEND": _EMAIL_BACKEND, "OPTIONS": {
     "host": env.str("EMAIL_HOST", default="localhost"),
     "port": env.int("EMAIL_PORT", default=25),
 } if _EMAIL_BACKEND.endswith("smtp.EmailBackend") else {}}}
+
+# --- what-if before approval (portal/selectors/whatif.py) -------------------------
+#: Days of submitted jobs the quota preview replays through the simulator.
+WHATIF_DAYS = env.int("WHATIF_DAYS", default=7)
+#: At most this many jobs (the most recent) are replayed.
+WHATIF_MAX_JOBS = env.int("WHATIF_MAX_JOBS", default=2000)
+#: Run time (s) of a job with neither a measured run time nor max_runtime_seconds.
+WHATIF_DEFAULT_DURATION_SECONDS = env.int("WHATIF_DEFAULT_DURATION_SECONDS", default=3600)
+#: Seconds a what-if result is cached (key: request, spec generation, newest job id).
+WHATIF_CACHE_SECONDS = env.int("WHATIF_CACHE_SECONDS", default=600)
 
 # --- logging ------------------------------------------------------------------------
 LOGGING = {

@@ -7,6 +7,7 @@ idempotent (see :mod:`portal.celery`).
 import socket
 
 from celery import shared_task
+from celery.utils.time import get_exponential_backoff_interval
 from django.db import connection
 
 from portal.celery import RETRY_POLICY
@@ -48,20 +49,27 @@ def expire_grants() -> int:
     return grant_expire()
 
 
-@shared_task(name="portal.reconcile_cluster", **RECONCILE_RETRY_POLICY)
-def reconcile_cluster_task(cluster_id: int) -> dict:
+@shared_task(bind=True, name="portal.reconcile_cluster", **RECONCILE_RETRY_POLICY)
+def reconcile_cluster_task(self, cluster_id: int) -> dict:
     """Converge cluster ``cluster_id`` to the database (see :func:`cluster_reconcile`).
 
     Returns ``{"cluster_id", "writes", "actions": {action: count}, "failed": int}``
-    (``{"cluster_id", "skipped": True}`` when nothing could be attempted).
+    (``{"cluster_id", "skipped": True}`` when nothing could be attempted;
+    ``{"cluster_id", "skipped": "busy"}`` when another worker was reconciling
+    the cluster: that worker re-checks for changes when it finishes).
     Raises :class:`queues.errors.TransientError` after recording when an
-    object failed transiently, so Celery retries with backoff and jitter;
-    once retries run out, the periodic resync re-drives the cluster.
-    Idempotent: a repeated run writes nothing.
+    object failed transiently, so Celery retries with backoff and jitter
+    (never sooner than a ``Retry-After`` the API sent); once retries run
+    out, the periodic resync re-drives the cluster. Idempotent: a repeated
+    run writes nothing.
     """
+    from portal.services.locks import ClusterBusy
     from portal.services.reconcile import cluster_reconcile
 
-    result = cluster_reconcile(cluster_id=cluster_id)
+    try:
+        result = cluster_reconcile(cluster_id=cluster_id)
+    except ClusterBusy:
+        return {"cluster_id": cluster_id, "skipped": "busy"}
     if result is None:
         return {"cluster_id": cluster_id, "skipped": True}
     actions: dict[str, int] = {}
@@ -69,11 +77,31 @@ def reconcile_cluster_task(cluster_id: int) -> dict:
         actions[item.action] = actions.get(item.action, 0) + 1
     if result.retry_later:
         first = next(i for i in result.failed if i.transient)
-        raise TransientError(
-            f"{len(result.failed)} object(s) failed, first: {first.error}", reason="RetryLater"
+        exc = TransientError(
+            f"{len(result.failed)} object(s) failed, first: {first.error}", reason="RetryLater",
+            retry_after=result.retry_after,
         )
+        if result.retry_after is not None:
+            raise self.retry(exc=exc, countdown=retry_countdown(
+                retries=self.request.retries, retry_after=result.retry_after))
+        raise exc
     return {"cluster_id": cluster_id, "writes": result.writes, "actions": actions,
             "failed": len(result.failed)}
+
+
+def retry_countdown(*, retries: int, retry_after: float) -> float:
+    """Seconds before retry number ``retries + 1``: never less than ``retry_after``.
+
+    The exponential backoff with full jitter of :data:`RETRY_POLICY`
+    (``celery.utils.time.get_exponential_backoff_interval``: a random value
+    in ``[0, min(300, 2 * 2**retries)]``), raised to the API's ``Retry-After``
+    (seconds) when that is longer.
+    """
+    backoff = get_exponential_backoff_interval(
+        factor=RETRY_POLICY["retry_backoff"], retries=retries,
+        maximum=RETRY_POLICY["retry_backoff_max"], full_jitter=RETRY_POLICY["retry_jitter"],
+    )
+    return max(float(backoff), float(retry_after))
 
 
 @shared_task(name="portal.resync")

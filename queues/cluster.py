@@ -5,7 +5,9 @@ speaks plain dicts. Callers never see a ``kubernetes`` type: every failure is
 one of
 
 * :class:`TransientError` - worth retrying later: 409 Conflict, 429 Too Many
-  Requests, any 5xx, request timeouts, refused or dropped connections;
+  Requests, any 5xx, request timeouts, refused or dropped connections
+  (``retry_after`` carries the server's ``Retry-After`` seconds, parsed by the
+  client's ``kubernetes.utils.retry.retry_after_seconds`` as client-go does);
 * :class:`PermanentError` - retrying the same request cannot help: 400, 401,
   403, 404 where the object was expected, 405, 410, 422 Invalid (``message``
   is the API server's own message, e.g. the schema violation).
@@ -38,6 +40,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import ResourceNotFoundError, ResourceNotUniqueError
+from kubernetes.utils.retry import retry_after_seconds
 
 from queues.errors import ClusterError, PermanentError, TransientError
 
@@ -84,8 +87,28 @@ def _from_api_exception(exc: ApiException, what: str) -> ClusterError:
     message = message or f"{status} {exc.reason}"
     text = f"{what}: {message}"
     if status is None or status in _TRANSIENT_STATUS or status >= 500:
-        return TransientError(text, status=status, reason=reason)
+        return TransientError(text, status=status, reason=reason,
+                              retry_after=retry_after_seconds(exc))
     return PermanentError(text, status=status, reason=reason)
+
+
+class _TimeoutApiClient(k8s_client.ApiClient):
+    """An ``ApiClient`` whose every request has a timeout, discovery included.
+
+    The DynamicClient's discovery requests pass no ``_request_timeout``, and
+    urllib3 then waits forever: a hung API server would hold a worker for
+    good. Requests that name their own timeout keep it.
+    """
+
+    def __init__(self, configuration: k8s_client.Configuration,
+                 timeout: tuple[float, float]) -> None:
+        super().__init__(configuration)
+        self._default_timeout = timeout
+
+    def call_api(self, *args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
+        """``ApiClient.call_api`` with ``_request_timeout`` defaulting to the cluster's timeout."""
+        return super().call_api(*args, _request_timeout=_request_timeout or self._default_timeout,
+                                **kwargs)
 
 
 class KubernetesCluster:
@@ -94,7 +117,9 @@ class KubernetesCluster:
     ``KubernetesCluster(kubeconfig="/path", context="prod")``; ``kubeconfig=None``
     uses in-cluster configuration (``KUBERNETES_SERVICE_HOST`` and the mounted
     token); ``context=None`` (or ``""``) the kubeconfig's current context.
-    ``timeout`` is the (connect, read) timeout in seconds of each request.
+    ``timeout`` is the (connect, read) timeout in seconds of every request,
+    discovery included; a request that outlasts it raises
+    :class:`TransientError` (reason ``ReadTimeoutError``).
     Construction reads the configuration only; API discovery happens on first
     use. Raises :class:`PermanentError` for an unusable configuration.
     Thread-safe for use from one process.
@@ -121,7 +146,7 @@ class KubernetesCluster:
             raise PermanentError(f"kubernetes configuration: {exc}", reason="Config") from None
         # No hidden retries below us: the caller (Celery) retries with backoff.
         configuration.retries = False
-        self._api_client = k8s_client.ApiClient(configuration)
+        self._api_client = _TimeoutApiClient(configuration, timeout)
         self._timeout = timeout
         self._dynamic: DynamicClient | None = None
         self._lock = threading.Lock()

@@ -15,14 +15,19 @@ class ClusterError(Exception):
 
     ``status``: HTTP status (``None`` for transport errors); ``reason``: the
     Kubernetes ``Status.reason`` (``"Invalid"``, ``"Conflict"``...) or the
-    exception class name; ``message``: the API server's message.
+    exception class name; ``message``: the API server's message;
+    ``retry_after``: seconds the server asked the client to wait before
+    retrying (its ``Retry-After`` header, sent with 429 and some 503s), or
+    ``None``.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, reason: str = "") -> None:
+    def __init__(self, message: str, *, status: int | None = None, reason: str = "",
+                 retry_after: float | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.reason = reason
+        self.retry_after = retry_after
 
 
 class TransientError(ClusterError):

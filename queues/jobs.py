@@ -73,6 +73,7 @@ __all__ = [
     "KINDS",
     "MAX_NAME_LENGTH",
     "PHASES",
+    "PREEMPTION_DEDUP_SECONDS",
     "PRIORITY_CLASS_LABEL",
     "QUEUE_NAME_LABEL",
     "REASONS",
@@ -613,9 +614,10 @@ class JobStatus:
       reason ``Preempted``, or at least the visible preemption times);
       ``preemptor``: the JobUID (else the Workload UID) of the latest
       preemptor, ``""`` if unknown; ``preemption_times``: the visible
-      preemption instants (tuple of ``datetime``; merge with stored ones via
-      :func:`merge_times`); ``preemption_loop``: :func:`preemption_loop` over
-      them.
+      preemption instants (tuple of ``datetime``, signals of one preemption
+      less than :data:`PREEMPTION_DEDUP_SECONDS` apart counted once; pass the
+      stored ones back as ``known_preemption_times``); ``preemption_loop``:
+      :func:`preemption_loop` over them.
     * ``timeline``: tuple of dicts ``{"source", "type", "status", "reason",
       "message", "time"}`` (``time`` an RFC 3339 string or ``""``), sorted by
       time: Workload conditions (source ``"Workload"``), Job/JobSet conditions
@@ -663,10 +665,24 @@ def _format_time(value: dt.datetime | None) -> str:
     return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def merge_times(*groups: Iterable[dt.datetime]) -> tuple[dt.datetime, ...]:
-    """Sorted union of datetimes, duplicates (same instant) removed."""
-    seen = {parse_time(t) for group in groups for t in group}
-    return tuple(sorted(t for t in seen if t is not None))
+#: Signals of one preemption (the ``Evicted`` and ``Preempted`` conditions, the
+#: ``Preempted`` event) are written a moment apart and may straddle a second;
+#: instants closer than this are one preemption (a Workload must be re-admitted
+#: before it can be preempted again, which takes longer).
+PREEMPTION_DEDUP_SECONDS = 10
+
+
+def merge_times(*groups: Iterable[dt.datetime | str],
+                tolerance_seconds: float = 0) -> tuple[dt.datetime, ...]:
+    """Sorted union of instants (datetimes or RFC 3339 strings); an instant within
+    ``tolerance_seconds`` after the previous kept one is dropped as a duplicate
+    (0 = only identical instants)."""
+    seen = sorted({t for t in (parse_time(v) for group in groups for v in group) if t})
+    kept: list[dt.datetime] = []
+    for when in seen:
+        if not kept or (when - kept[-1]).total_seconds() > tolerance_seconds:
+            kept.append(when)
+    return tuple(kept)
 
 
 def preemption_loop(times: Iterable[dt.datetime], now: dt.datetime, window_seconds: int = 3600,
@@ -908,9 +924,7 @@ def _preemptions(workload: dict | None, events: Sequence[dict]
         preemptor = job_uid if job_uid and job_uid != "UNKNOWN" else (
             uid if uid != "UNKNOWN" else "")
         why = (match["why"] or "").strip()
-    # Condition and event of one preemption carry the same instant (whole seconds);
-    # merge_times removes the duplicates.
-    visible = merge_times(times)
+    visible = merge_times(times, tolerance_seconds=PREEMPTION_DEDUP_SECONDS)
     counted = sum(
         int(e.get("count") or 0)
         for e in (status.get("schedulingStats") or {}).get("evictions") or ()
@@ -959,7 +973,8 @@ def interpret_kueue(
     job_conds = _conditions(job)
     job_status = (job or {}).get("status") or {}
     count, preemptor, why, visible_times = _preemptions(workload, events)
-    times = merge_times(visible_times, known_preemption_times)
+    times = merge_times(visible_times, known_preemption_times,
+                        tolerance_seconds=PREEMPTION_DEDUP_SECONDS)
     count = max(count, len(times))
     flavor, cluster_queue = _admitted_flavor(workload)
     admitted = wl_conds.get("Admitted")

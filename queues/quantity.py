@@ -40,9 +40,11 @@ from kubernetes.utils.quantity import parse_quantity as _k8s_parse_quantity
 __all__ = [
     "QUANTITY_PATTERN",
     "canonical",
+    "equal",
     "format_quantity",
     "is_binary",
     "parse",
+    "value_key",
 ]
 
 #: The Kubernetes quantity grammar as published in CRD OpenAPI schemas.
@@ -118,3 +120,33 @@ def format_quantity(value: Decimal | int, *, binary: bool = False) -> str:
 def canonical(value: str) -> str:
     """Canonical form of a quantity string: ``"64000m"`` -> ``"64"``, ``"1024Mi"`` -> ``"1Gi"``."""
     return format_quantity(parse(value), binary=is_binary(value))
+
+
+def value_key(value: str | int) -> str:
+    """The quantity's exact value in base units as a plain decimal string, for comparing.
+
+    Equal values give equal keys whatever their spelling: ``"64Gi"`` and
+    ``"68719476736"`` -> ``"68719476736"``; ``"1000m"``, ``"1"`` and ``1`` ->
+    ``"1"``; ``"0"`` and ``"0m"`` -> ``"0"``; ``"500m"`` -> ``"0.5"``. An
+    ``int`` (a quantity read back as a JSON number) is taken as its decimal
+    string. Raises ``ValueError`` when ``value`` is not a quantity.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"expected a quantity, got {value!r}")
+    if isinstance(value, int):
+        value = str(value)
+    number = parse(value).normalize()
+    return format(number, "f") if number else "0"
+
+
+def equal(a: str | int, b: str | int) -> bool:
+    """True when ``a`` and ``b`` are quantities of the same value (``"1"`` == ``"1000m"``).
+
+    Compares exact values (``Decimal``), never strings: ``"64Gi"`` ==
+    ``"68719476736"``, ``"0"`` == ``"0m"``, ``"1Gi"`` != ``"1G"``. Returns
+    ``False`` (instead of raising) when either side is not a quantity.
+    """
+    try:
+        return value_key(a) == value_key(b)
+    except ValueError:
+        return False

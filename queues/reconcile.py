@@ -4,9 +4,10 @@ Level-triggered and idempotent (no Django here): :func:`reconcile` looks at
 what is on the cluster now, whatever happened before, and converges it. Run
 it twice and the second run writes nothing.
 
-For each desired object, in the given (dependency) order:
+First each managed kind is listed once by our managed-by label. Then for
+each desired object, in the given (dependency) order:
 
-1. ``get`` the live object;
+1. find the live object in that listing;
 2. write (server-side apply) only when the desired content differs from what
    was last applied (its :func:`content_hash` changed) **or** from what is
    observed: every field we set must be present in the live object with the
@@ -16,12 +17,12 @@ For each desired object, in the given (dependency) order:
    is *drift*: it is corrected and reported (``drift=True``);
 3. read the observed state (a ClusterQueue's ``Active`` condition).
 
-Then prune: for each managed kind of *either* backend (:data:`MANAGED_KINDS`),
-list the objects carrying our managed-by label and delete those not desired
-(dependents first; Volcano child Queues before their parents). Pruning the
-other backend's kinds is what makes switching a cluster's backend converge:
-the old backend's labelled objects are no longer desired, so they go. A
-kind the cluster does not serve (Volcano's CRDs on a Kueue-only cluster)
+Then prune: of the listed objects (they carry our managed-by label) of each
+managed kind of *either* backend (:data:`MANAGED_KINDS`), delete those not
+desired (dependents first; Volcano child Queues before their parents).
+Pruning the other backend's kinds is what makes switching a cluster's backend
+converge: the old backend's labelled objects are no longer desired, so they
+go. A kind the cluster does not serve (Volcano's CRDs on a Kueue-only cluster)
 holds no objects and is skipped. Objects without the
 label are never listed, so never touched. Namespaces are *retained*, not
 deleted: deleting a Namespace deletes everything in it, including objects
@@ -41,6 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from queues import quantity
 from queues.errors import ClusterError, TransientError
 from queues.render.labels import TEAM_LABEL, managed_selector
 
@@ -126,7 +128,8 @@ class ObjectResult:
       | "pruned", "reason": str, "message": str, "resourceVersion": str,
       "generation": int | None}``;
     * ``error``: the API's message when ``action == "failed"``; ``transient``
-      tells a retryable failure from a permanent one;
+      tells a retryable failure from a permanent one; ``retry_after``: the
+      seconds the API asked to wait (``Retry-After`` of a 429/503), if any;
     * ``drift``: a field we own was changed on the cluster and was restored;
     * ``desired``: the desired manifest (``None`` for pruned objects);
     * ``team``: the object's team label, if any;
@@ -143,6 +146,7 @@ class ObjectResult:
     observed: dict[str, Any] = field(default_factory=dict)
     error: str = ""
     transient: bool = False
+    retry_after: float | None = None
     drift: bool = False
     desired: dict | None = None
     team: str | None = None
@@ -167,6 +171,12 @@ class ReconcileResult:
         return any(r.action == FAILED and r.transient for r in self.objects)
 
     @property
+    def retry_after(self) -> float | None:
+        """The longest ``Retry-After`` (seconds) the API asked for in this run, if any."""
+        waits = [r.retry_after for r in self.objects if r.retry_after is not None]
+        return max(waits) if waits else None
+
+    @property
     def failed(self) -> list[ObjectResult]:
         """Objects whose action is ``failed``."""
         return [r for r in self.objects if r.action == FAILED]
@@ -187,9 +197,43 @@ def key_of(obj: Mapping[str, Any]) -> Key:
     return (obj["apiVersion"], obj["kind"], meta.get("namespace") or "", meta["name"])
 
 
+#: Fields whose value is one Kubernetes quantity (Kueue's per-flavor quota).
+QUANTITY_FIELDS = frozenset({"nominalQuota", "borrowingLimit", "lendingLimit"})
+#: Fields holding a ResourceList (resource name -> quantity): ResourceQuota
+#: ``spec.hard``, container ``requests``/``limits``, Volcano Queue
+#: ``capability``/``deserved``/``guarantee.resource``.
+RESOURCE_LIST_FIELDS = frozenset({"hard", "requests", "limits", "capability", "deserved",
+                                  "resource"})
+
+
+def _is_quantity_field(key: str | None, parent: str | None) -> bool:
+    return key in QUANTITY_FIELDS or parent in RESOURCE_LIST_FIELDS
+
+
+def _by_value(obj: Any, key: str | None = None, parent: str | None = None) -> Any:
+    """``obj`` with every quantity field replaced by :func:`queues.quantity.value_key`."""
+    if isinstance(obj, Mapping):
+        return {k: _by_value(v, k, key) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_by_value(v, None, parent) for v in obj]
+    if _is_quantity_field(key, parent) and isinstance(obj, int | str):
+        try:
+            return quantity.value_key(obj)
+        except ValueError:
+            return obj
+    return obj
+
+
 def content_hash(obj: Mapping[str, Any]) -> str:
-    """SHA-256 hex digest of ``obj`` as canonical JSON (sorted keys, no spaces)."""
-    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+    """SHA-256 hex digest of ``obj`` as canonical JSON (sorted keys, no spaces).
+
+    Quantity fields (:data:`QUANTITY_FIELDS`, entries of
+    :data:`RESOURCE_LIST_FIELDS`) are hashed by value
+    (:func:`queues.quantity.value_key`), so ``"64Gi"`` and ``"68719476736"``,
+    or ``"1"`` and ``"1000m"``, give the same hash: re-spelling a quantity is
+    not a change and causes no write.
+    """
+    text = json.dumps(_by_value(obj), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -201,21 +245,32 @@ def is_subset(desired: Any, live: Any) -> bool:
     managers' labels). Lists: same length, items matched in order (our lists
     are ours entirely). Scalars: equal, where a number and its decimal string
     are equal (``8`` vs ``"8"``: an int-or-string quantity read back).
+    Quantity fields (:data:`QUANTITY_FIELDS`, entries of
+    :data:`RESOURCE_LIST_FIELDS`) compare by value with
+    :func:`queues.quantity.equal`: ``"64Gi"`` matches ``"68719476736"``,
+    ``"1000m"`` matches ``"1"``, ``"0"`` matches ``"0m"`` (the API server may
+    answer with its own canonical spelling).
     """
+    return _subset(desired, live, None, None)
+
+
+def _subset(desired: Any, live: Any, key: str | None, parent: str | None) -> bool:
     if isinstance(desired, Mapping):
         if not isinstance(live, Mapping):
             return False
-        return all(k in live and is_subset(v, live[k]) for k, v in desired.items())
+        return all(k in live and _subset(v, live[k], k, key) for k, v in desired.items())
     if isinstance(desired, list | tuple):
         if not isinstance(live, list | tuple) or len(desired) != len(live):
             return False
-        return all(is_subset(d, v) for d, v in zip(desired, live, strict=True))
+        return all(_subset(d, v, None, parent) for d, v in zip(desired, live, strict=True))
     if desired == live:
         return True
     if isinstance(desired, bool) or isinstance(live, bool):
         return False
     if isinstance(desired, int | str) and isinstance(live, int | str):
-        return str(desired) == str(live)
+        if str(desired) == str(live):
+            return True
+        return _is_quantity_field(key, parent) and quantity.equal(desired, live)
     return False
 
 
@@ -276,18 +331,52 @@ def _team(obj: Mapping[str, Any]) -> str | None:
 def _failure(key: Key, exc: ClusterError, **kwargs: Any) -> ObjectResult:
     return ObjectResult(
         key=key, action=FAILED, error=exc.message, transient=isinstance(exc, TransientError),
+        retry_after=exc.retry_after,
         observed={"state": "failed", "reason": exc.reason, "message": exc.message}, **kwargs,
     )
 
 
-def _sync_one(port: ClusterPort, desired: dict, last_hash: str | None,
-              result: ReconcileResult) -> ObjectResult:
-    key = key_of(desired)
+#: Live objects of each managed kind, listed once per run by our managed-by
+#: label: (apiVersion, kind) -> {Key: object}, or ``None`` when the list failed.
+Listing = dict[tuple[str, str], dict[Key, dict] | None]
+
+
+def _list_managed(port: ClusterPort, kinds: Sequence[tuple[str, str]],
+                  result: ReconcileResult) -> Listing:
+    listing: Listing = {}
+    for api_version, kind in kinds:
+        try:
+            items = port.list(api_version, kind, managed_selector())
+        except ClusterError as exc:
+            if exc.reason == "UnknownKind":  # not served here: none of it to compare or prune
+                listing[(api_version, kind)] = {}
+                continue
+            result.objects.append(_failure((api_version, kind, "", "*"), exc))
+            listing[(api_version, kind)] = None
+            continue
+        listing[(api_version, kind)] = {
+            key_of({**item, "apiVersion": api_version, "kind": kind}): item for item in items}
+    return listing
+
+
+def _live(port: ClusterPort, listing: Listing, key: Key) -> dict | None:
+    """The live object from the run's listing; a ``get`` for kinds not listed (or whose
+    list failed). A desired object missing its managed-by label on the cluster is
+    not listed: it is then applied, which puts the label back."""
     api_version, kind, namespace, name = key
+    listed = listing.get((api_version, kind))
+    if listed is not None:
+        return listed.get(key)
+    return port.get(api_version, kind, name, namespace or None)
+
+
+def _sync_one(port: ClusterPort, desired: dict, last_hash: str | None,
+              result: ReconcileResult, listing: Listing) -> ObjectResult:
+    key = key_of(desired)
     digest = content_hash(desired)
     common = {"hash": digest, "desired": desired, "team": _team(desired)}
     try:
-        live = port.get(api_version, kind, name, namespace or None)
+        live = _live(port, listing, key)
     except ClusterError as exc:
         return _failure(key, exc, **common)
     in_sync = live is not None and is_subset(desired, live)
@@ -328,16 +417,12 @@ def _children_first(items: list[dict]) -> list[dict]:
 
 
 def _prune(port: ClusterPort, kinds: Sequence[tuple[str, str]], wanted: set[Key],
-           result: ReconcileResult) -> None:
+           result: ReconcileResult, listing: Listing) -> None:
     for api_version, kind in reversed(kinds):
-        try:
-            items = port.list(api_version, kind, managed_selector())
-        except ClusterError as exc:
-            if exc.reason == "UnknownKind":  # not served here: nothing of it to prune
-                continue
-            result.objects.append(_failure((api_version, kind, "", "*"), exc))
+        listed = listing.get((api_version, kind))
+        if listed is None:  # the list failed (recorded): prune this kind next run
             continue
-        items = [{**item, "apiVersion": api_version, "kind": kind} for item in items]
+        items = [{**item, "apiVersion": api_version, "kind": kind} for item in listed.values()]
         for item in _children_first(items):
             key = key_of(item)
             if key in wanted:
@@ -378,13 +463,18 @@ def reconcile(
     * ``last_applied``: :data:`Key` -> :func:`content_hash` of what was last
       applied successfully (empty on the first run: everything is applied
       once, which also takes ownership of our fields);
-    * ``kinds``: the (apiVersion, kind) pairs to prune, in apply order
-      (default both backends' kinds: :data:`MANAGED_KINDS`);
+    * ``kinds``: the (apiVersion, kind) pairs we manage, in apply order
+      (default both backends' kinds: :data:`MANAGED_KINDS`): each is listed
+      once by our managed-by label at the start of the run, and that listing
+      serves both the comparison and the prune (requests per run: one list
+      per kind plus one apply per object to write, instead of a ``get`` per
+      object; desired objects of other kinds are read with ``get``);
     * ``prune``: set ``False`` to skip the prune phase.
 
     Returns a :class:`ReconcileResult`. Never raises a cluster error: failures
-    are recorded per object (a failed list during prune is recorded under the
-    key ``(apiVersion, kind, "", "*")``).
+    are recorded per object (a failed list is recorded under the key
+    ``(apiVersion, kind, "", "*")``; that kind's objects are then read one by
+    one with ``get`` and its prune waits for the next run).
     """
     last_applied = last_applied or {}
     desired = list(desired)
@@ -392,9 +482,11 @@ def reconcile(
     if len(wanted) != len(desired):
         raise ValueError("desired objects must have distinct keys")
     result = ReconcileResult()
+    listing = _list_managed(port, kinds, result)
     for obj in desired:
-        result.objects.append(_sync_one(port, obj, last_applied.get(key_of(obj)), result))
+        result.objects.append(
+            _sync_one(port, obj, last_applied.get(key_of(obj)), result, listing))
     if prune:
-        _prune(port, kinds, wanted, result)
+        _prune(port, kinds, wanted, result, listing)
     return result
 

@@ -150,6 +150,60 @@ class RejectSerializer(serializers.Serializer):
     comment = serializers.CharField()
 
 
+class WhatIfFiguresSerializer(serializers.Serializer):
+    """One team's figures from one simulated run (waits in seconds, GPUs in units)."""
+
+    team = serializers.CharField()
+    jobs = serializers.IntegerField()
+    admitted = serializers.IntegerField()
+    not_admitted = serializers.IntegerField()
+    mean_wait_seconds = serializers.FloatField(allow_null=True)
+    p95_wait_seconds = serializers.FloatField(allow_null=True)
+    borrowed_mean_gpus = serializers.FloatField()
+    borrowed_peak_gpus = serializers.IntegerField()
+    jobs_preempted = serializers.IntegerField()
+    preemptions = serializers.IntegerField()
+
+
+class WhatIfDeltaSerializer(serializers.Serializer):
+    """After minus before, per figure (``null`` when a side has no admitted job)."""
+
+    mean_wait_seconds = serializers.FloatField(allow_null=True)
+    p95_wait_seconds = serializers.FloatField(allow_null=True)
+    borrowed_mean_gpus = serializers.FloatField()
+    borrowed_peak_gpus = serializers.IntegerField()
+    jobs_preempted = serializers.IntegerField()
+    preemptions = serializers.IntegerField()
+    not_admitted = serializers.IntegerField()
+
+
+class WhatIfTeamSerializer(serializers.Serializer):
+    """A team's figures without (``before``) and with (``after``) the request."""
+
+    team = serializers.CharField()
+    before = WhatIfFiguresSerializer()
+    after = WhatIfFiguresSerializer()
+    delta = WhatIfDeltaSerializer()
+
+
+class WhatIfSerializer(serializers.Serializer):
+    """The recent demand of the cluster (last ``days`` days, at most ``max_jobs``
+    jobs) replayed through the scheduler simulator with and without the request."""
+
+    days = serializers.IntegerField()
+    since = serializers.DateTimeField()
+    jobs = serializers.IntegerField()
+    truncated = serializers.BooleanField()
+    max_jobs = serializers.IntegerField()
+    measured_durations = serializers.IntegerField()
+    backend = serializers.CharField()
+    horizon_seconds = serializers.FloatField()
+    fingerprint_before = serializers.CharField(required=False)
+    fingerprint_after = serializers.CharField(required=False)
+    sentences = serializers.ListField(child=serializers.CharField())
+    teams = WhatIfTeamSerializer(many=True)
+
+
 class PreviewSerializer(serializers.Serializer):
     """What approval would do (GPU counts of the request's flavor; manifests as JSON)."""
 
@@ -162,3 +216,4 @@ class PreviewSerializer(serializers.Serializer):
     max_admissible_gpus_now = serializers.IntegerField()
     max_admissible_gpus = serializers.IntegerField()
     manifests = serializers.ListField(child=serializers.DictField())
+    what_if = WhatIfSerializer(allow_null=True)

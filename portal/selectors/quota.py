@@ -6,6 +6,7 @@ from django.db.models import QuerySet, Sum
 from portal import access
 from portal.models import GpuFlavor, QuotaGrant, QuotaRequest, Team
 from portal.selectors.specs import ClusterSpecs, cluster_specs, desired_objects
+from portal.selectors.whatif import quota_request_what_if
 from queues.render import labels
 from queues.specs import SpecError
 
@@ -59,15 +60,18 @@ def max_admissible_gpus(
     return nominal + borrowable
 
 
-def quota_request_preview(*, request: QuotaRequest) -> dict:
+def quota_request_preview(*, request: QuotaRequest, what_if: bool = True) -> dict:
     """What approving ``request`` would do, for the reviewer.
 
     Returns ``{capacity_gpus, nominal_sum_gpus, nominal_sum_after_gpus,
     overcommit_after: bool, current: {nominal_gpus, borrowing_limit_gpus,
     lending_limit_gpus}|None, requested: {...}, max_admissible_gpus_now,
-    max_admissible_gpus, manifests: [dict]}``: GPU counts of the
-    request's flavor (capacity in physical GPUs) and the exact manifests of the
-    team's objects and of the shared objects that approval would apply.
+    max_admissible_gpus, manifests: [dict], what_if: dict|None}``: GPU counts of
+    the request's flavor (capacity in physical GPUs), the exact manifests of the
+    team's objects and of the shared objects that approval would apply, and the
+    what-if of :func:`portal.selectors.whatif.quota_request_what_if` (recent
+    demand replayed with and without the request; ``None`` when ``what_if`` is
+    false).
     """
     team, flavor = request.team, request.flavor
     grant = QuotaGrant.objects.filter(team=team, flavor=flavor).first()
@@ -80,6 +84,7 @@ def quota_request_preview(*, request: QuotaRequest) -> dict:
     overrides = {(team.pk, flavor.pk): requested}
     after_sum = flavor_nominal_sum(flavor=flavor, replacing=(team.pk, request.nominal_gpus))
     after = cluster_specs(cluster=team.cluster, overrides=overrides)
+    before = cluster_specs(cluster=team.cluster)
     team_label = labels.team_labels(team.slug)
     manifests = [
         obj for obj in desired_objects(after)
@@ -100,13 +105,15 @@ def quota_request_preview(*, request: QuotaRequest) -> dict:
         "max_admissible_gpus_now": max_admissible_gpus(
             team=team, flavor=flavor, nominal=current["nominal_gpus"] if current else 0,
             borrowing_limit=current["borrowing_limit_gpus"] if current else None,
-            specs=cluster_specs(cluster=team.cluster),
+            specs=before,
         ),
         "max_admissible_gpus": max_admissible_gpus(
             team=team, flavor=flavor, nominal=request.nominal_gpus,
             borrowing_limit=request.borrowing_limit_gpus, specs=after,
         ),
         "manifests": manifests,
+        "what_if": quota_request_what_if(request=request, before=before, after=after)
+        if what_if else None,
     }
 
 

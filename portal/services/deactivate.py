@@ -1,11 +1,11 @@
 """Deactivate a job on its cluster without deleting it: one dispatch per scheduler backend.
 
 * Kueue: merge-patch ``spec.active: false`` on the job's Workload
-  (``KubernetesCluster.deactivate_workload``, from the ``jobs-queues`` branch); Kueue then
+  (``KubernetesCluster.deactivate_workload``); Kueue then
   evicts it and its pods stop, while the Job and the Workload stay.
 * Volcano: a ``bus.volcano.sh/v1alpha1`` ``Command`` with action ``AbortJob`` targeting
   the live vcjob (``queues.volcano_jobs.render_command``, sent with the port's
-  ``issue_command``; both from the ``volcano`` branch); Volcano kills the pods and keeps
+  ``issue_command``); Volcano kills the pods and keeps
   the job in ``Aborted``.
 
 Used by idle-GPU reclaim (``portal.job_deactivate``); idempotent (a Workload already
@@ -44,8 +44,6 @@ _VOLCANO_STOPPED = ("Aborting", "Aborted", "Terminating", "Terminated", "Complet
 
 
 def _volcano(port, job: Job) -> dict:
-    # From the volcano branch: queues.volcano_jobs.render_command / ABORT / JOB_API_VERSION
-    # and the cluster port's issue_command (not merged here yet).
     from queues import volcano_jobs as vjobs
 
     live = port.get(vjobs.JOB_API_VERSION, "Job", job.name, job.team.slug)

@@ -336,11 +336,16 @@ def desired_objects(
             raise SpecError(f"teams[{index}].slug", f"{team.slug!r} listed twice")
         slugs.add(team.slug)
     objects = cluster_objects(flavors=flavors, cohorts=cohorts, priority_classes=priority_classes)
+    # Once per cohort, not per team: each computation sums every team (1,000
+    # teams made this quadratic loop most of a no-op resync's time).
+    capacities: dict[str, dict[str, amounts.Amounts]] = {}
     for team in teams:
         capacity = None
         if team.cohort is not None:
-            capacity = amounts.cohort_capacity(
-                team.cohort, teams=teams, cohorts=cohorts, flavors_by_name=by_name
-            )
+            if team.cohort not in capacities:
+                capacities[team.cohort] = amounts.cohort_capacity(
+                    team.cohort, teams=teams, cohorts=cohorts, flavors_by_name=by_name
+                )
+            capacity = capacities[team.cohort]
         objects += team_objects(team, by_name, cohort_capacity=capacity)
     return objects

@@ -282,6 +282,7 @@ def preempt(cluster: Any, workload: dict, job: dict | None = None, *,
     ``Preempted`` on the Workload and, when ``job`` is given, the job
     suspended again with no active pods. Returns the Workload.
     """
+    now = now or dt.datetime.now(dt.UTC)  # one instant for the conditions and the event
     live = get_workload(cluster, workload)
     message = preemption_message(preemptor_uid or "UNKNOWN", preemptor_job_uid or "UNKNOWN",
                                  reason)

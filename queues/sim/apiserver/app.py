@@ -33,6 +33,10 @@ SERVER_VERSION = {
     "platform": "linux/amd64",
 }
 SEED_NAMESPACES = ("default", "kube-system", "kube-public")
+#: The user the emulator's own ``token`` authenticates as (others: :meth:`Emulator.add_user`).
+DEFAULT_USER = "admin"
+#: The user name of a request whose bearer token is unknown (it is then answered 401).
+ANONYMOUS = "system:anonymous"
 
 
 @dataclass
@@ -74,7 +78,10 @@ class Emulator:
 
     ``crd_dir``: folder searched recursively for CRD YAML files (None = only the
     built-in kinds). ``token``: bearer token required on Kubernetes paths (None =
-    any). Raises FileNotFoundError/ValueError for a bad ``crd_dir``.
+    any); it authenticates as :data:`DEFAULT_USER`, and :meth:`add_user` adds
+    more tokens, each naming a user, so that :class:`Counters` can tell apart
+    what each client needed (as an RBAC authorizer sees each user). Raises
+    FileNotFoundError/ValueError for a bad ``crd_dir``.
     """
 
     def __init__(self, crd_dir: str | None = None, *, token: str | None = None,
@@ -87,6 +94,7 @@ class Emulator:
         self.faults = Faults()
         self.counters = Counters()
         self.token = token
+        self._users: dict[str, str] = {}  # further bearer token -> user name
         self._seed_namespaces = seed_namespaces
         self._custom_gets: list[tuple[re.Pattern[str], GetHandler]] = []
         self._extra_resources: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -104,6 +112,30 @@ class Emulator:
             self.store.reset()
             for name in self._seed_namespaces:
                 self.store.create(ns, None, {"metadata": {"name": name}}, manager="emulator")
+
+    def add_user(self, name: str, token: str) -> None:
+        """Accept ``token`` as a bearer token authenticating as user ``name``.
+
+        Access is then recorded under ``name`` (:meth:`Counters.access`). Users
+        are authentication settings, not objects: :meth:`reset` keeps them.
+        """
+        self._users[token] = name
+
+    def user_of(self, headers: dict[str, str]) -> str:
+        """The user a request's ``Authorization: Bearer <token>`` header authenticates as.
+
+        The emulator's own token (or any token when it has none) ->
+        :data:`DEFAULT_USER`; a token from :meth:`add_user` -> its user; else
+        :data:`ANONYMOUS` (answered 401 when the emulator has a token).
+        ``headers`` keys are lower-case.
+        """
+        auth = headers.get("authorization", "")
+        token = auth[len("Bearer "):] if auth.startswith("Bearer ") else None
+        if token is not None and token in self._users:
+            return self._users[token]
+        if self.token is None or token == self.token:
+            return DEFAULT_USER
+        return ANONYMOUS
 
     def register_get(self, pattern: str, handler: GetHandler, *, group: str | None = None,
                      version: str | None = None,
@@ -145,9 +177,10 @@ class Emulator:
             self.counters.record("unknown", None)
             return _error(err)
         self.counters.record(verb, resource)
+        user = self.user_of(headers)
         rbac = rbac_attributes(path) if resource is not None else None
         if rbac is not None:
-            self.counters.record_access(verb, *rbac)
+            self.counters.record_access(verb, *rbac, user=user)
         fault = self.faults.take(method, path)
         if fault is not None:
             if fault.delay:
@@ -156,10 +189,8 @@ class Emulator:
                 return Response(0, drop=True)
             if fault.status is not None:
                 return _fault_response(fault)
-        if self.token and resource is not None:
-            auth = headers.get("authorization", "")
-            if auth != f"Bearer {self.token}":
-                return _error(ApiError(401, "Unauthorized", reason="Unauthorized"))
+        if self.token and resource is not None and user == ANONYMOUS:
+            return _error(ApiError(401, "Unauthorized", reason="Unauthorized"))
         try:
             return action()
         except ApiError as err:
@@ -240,7 +271,8 @@ class Emulator:
                     ctype == APPLY_PATCH else manager, subresource=sub,
                     force=q("force") in ("true", "True", "1"), dry_run=dry_run)
                 if created:  # an apply that creates is authorized as create too
-                    self.counters.record_access("create", group, plural)
+                    self.counters.record_access("create", group, plural,
+                                                user=self.user_of(headers))
                 return Response(201 if created else 200, obj)
 
             return "patch", resource, do_patch

@@ -125,25 +125,33 @@ class Counters:
     creates its object is checked as ``patch`` and also ``create``, as the
     Kubernetes API server does
     (https://kubernetes.io/docs/reference/using-api/server-side-apply/#rbac-and-permissions).
+    Each check is recorded under the user the request authenticated as (see
+    :meth:`Emulator.user_of`), so a test can tell the portal's access from what
+    it did itself while playing a controller.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_verb: Counter[str] = Counter()
         self._by_resource: dict[str, Counter[str]] = {}
-        self._access: Counter[tuple[str, str, str]] = Counter()
+        self._access: Counter[tuple[str, str, str, str]] = Counter()  # (user, verb, group, res)
         self._writes = 0
         self._total = 0
 
-    def record_access(self, verb: str, group: str, resource: str) -> None:
-        """Count one authorization check of ``verb`` on ``group``/``resource``."""
+    def record_access(self, verb: str, group: str, resource: str, *, user: str = "") -> None:
+        """Count one authorization check of ``verb`` on ``group``/``resource`` for ``user``."""
         with self._lock:
-            self._access[(verb, group, resource)] += 1
+            self._access[(user, verb, group, resource)] += 1
 
-    def access(self) -> dict[tuple[str, str, str], int]:
-        """``{(verb, apiGroup, resource): n}``: every authorization check since the last reset."""
+    def access(self, user: str | None = None) -> dict[tuple[str, str, str], int]:
+        """``{(verb, apiGroup, resource): n}``: the authorization checks since the last reset,
+        of every user (``user=None``) or of that one user only."""
+        out: Counter[tuple[str, str, str]] = Counter()
         with self._lock:
-            return dict(self._access)
+            for (who, verb, group, resource), n in self._access.items():
+                if user is None or who == user:
+                    out[(verb, group, resource)] += n
+        return dict(out)
 
     def record(self, verb: str, resource: str | None) -> None:
         """Count one request."""
@@ -163,15 +171,15 @@ class Counters:
 
     def snapshot(self) -> dict[str, Any]:
         """``{"total", "writes", "by_verb": {verb: n}, "by_resource": {res: {verb: n}},
-        "access": [{"verb", "apiGroup", "resource", "count"}]}``."""
+        "access": [{"user", "verb", "apiGroup", "resource", "count"}]}``."""
         with self._lock:
             return {
                 "total": self._total,
                 "writes": self._writes,
                 "by_verb": dict(self._by_verb),
                 "by_resource": {r: dict(c) for r, c in self._by_resource.items()},
-                "access": [{"verb": v, "apiGroup": g, "resource": r, "count": n}
-                           for (v, g, r), n in sorted(self._access.items())],
+                "access": [{"user": u, "verb": v, "apiGroup": g, "resource": r, "count": n}
+                           for (u, v, g, r), n in sorted(self._access.items())],
             }
 
     def reset(self) -> None:

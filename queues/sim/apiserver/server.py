@@ -23,6 +23,10 @@ log = logging.getLogger(__name__)
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; with Nagle's algorithm on, the
+    # second waits for the client's delayed ACK (~40 ms per request on Linux).
+    # TCP_NODELAY, as Go's net/http (the real API server) sets by default.
+    disable_nagle_algorithm = True
     server: _Server
 
     def _serve(self) -> None:
@@ -77,6 +81,7 @@ class EmulatorServer:
         self.token = token or secrets.token_hex(16)
         self.emulator = Emulator(str(crd_dir) if load_crds else None, token=self.token,
                                  seed_namespaces=seed_namespaces)
+        self._user_tokens: dict[str, str] = {}  # user name -> bearer token (add_user)
         self._host, self._port = host, port
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -141,24 +146,43 @@ class EmulatorServer:
         """See :meth:`Emulator.register_get`."""
         self.emulator.register_get(pattern, handler, **kwargs)
 
-    def kubeconfig(self, *, context: str = "emulator", namespace: str = "default") -> dict:
-        """A kubeconfig dict pointing at this server with its bearer token."""
+    def add_user(self, name: str) -> str:
+        """A bearer token authenticating as user ``name`` (the same token on every call).
+
+        Requests with it are recorded under ``name`` in :meth:`Counters.access`
+        (the emulator's own token is user ``"admin"``); :meth:`kubeconfig` and
+        :meth:`write_kubeconfig` take ``user=name``. Nothing else differs: the
+        emulator authorizes every authenticated user for everything.
+        """
+        if name not in self._user_tokens:
+            self._user_tokens[name] = secrets.token_hex(16)
+            self.emulator.add_user(name, self._user_tokens[name])
+        return self._user_tokens[name]
+
+    def kubeconfig(self, *, context: str = "emulator", namespace: str = "default",
+                   user: str | None = None) -> dict:
+        """A kubeconfig dict pointing at this server with its bearer token, or with
+        the token of ``user`` (:meth:`add_user`) when given."""
+        token = self.token if user is None else self.add_user(user)
         return {
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [{"name": context, "cluster": {"server": self.url}}],
-            "users": [{"name": context, "user": {"token": self.token}}],
+            "users": [{"name": context, "user": {"token": token}}],
             "contexts": [{"name": context, "context": {"cluster": context, "user": context,
                                                        "namespace": namespace}}],
             "current-context": context,
             "preferences": {},
         }
 
-    def write_kubeconfig(self, path: str | Path, *, context: str = "emulator") -> Path:
-        """Write :meth:`kubeconfig` as YAML to ``path`` (mode 0600); returns the path."""
+    def write_kubeconfig(self, path: str | Path, *, context: str = "emulator",
+                         user: str | None = None) -> Path:
+        """Write :meth:`kubeconfig` (of ``user``, if given) as YAML to ``path`` (mode 0600);
+        returns the path."""
         out = Path(path)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(yaml.safe_dump(self.kubeconfig(context=context), sort_keys=False))
+        out.write_text(yaml.safe_dump(self.kubeconfig(context=context, user=user),
+                                      sort_keys=False))
         out.chmod(0o600)
         return out
 

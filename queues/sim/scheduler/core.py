@@ -198,6 +198,7 @@ class SimulatorBase:
         self.now = 0.0
         self.nodes = NodeInventory(node_pools)
         self.workloads: dict[str, WorkloadRecord] = {}
+        self._running: dict[str, WorkloadRecord] = {}  # index of state == "Admitted"
         self.events: list[SimEvent] = []
         self.usage: list[UsageSample] = []
         self._heap: list[tuple[float, int, int, str, int]] = []
@@ -290,8 +291,7 @@ class SimulatorBase:
 
     def running(self) -> list[WorkloadRecord]:
         """Admitted (running) workloads, in admission order."""
-        running = [r for r in self.workloads.values() if r.state == "Admitted"]
-        return sorted(running, key=lambda r: (r.last_admitted, r.seq))
+        return sorted(self._running.values(), key=lambda r: (r.last_admitted, r.seq))
 
     # --------------------------------------------------------- for subclasses
 
@@ -319,6 +319,7 @@ class SimulatorBase:
         job = record.job
         record.run += 1
         record.state = "Admitted"
+        self._running[job.key] = record
         record.flavor = flavor
         record.placements = self.nodes.place(
             flavor, self._pod_names(record, pods), job.gpus_per_worker
@@ -334,6 +335,7 @@ class SimulatorBase:
     def _stop(self, record: WorkloadRecord) -> None:
         """Take a running workload off its nodes and out of its queue's usage."""
         self._release(record)
+        self._running.pop(record.key, None)
         self.nodes.release(record.flavor, record.placements)
         record.placements = ()
         self._dirty_queues.add(record.job.queue_name)

@@ -153,8 +153,10 @@ def test_a_job_goes_queued_admitted_running_preempted_and_succeeded(flow, kind):
     assert client.get(f"/api/v1/jobs/{job_id}/").json()["phase"] == "Running"
 
     # Preempted and requeued: counted, with its preemptor.
+    # One instant for the conditions and the event: interpret_kueue counts distinct
+    # preemption instants, and a second between them would count as two preemptions.
     kueue.preempt(port, workload, live, preemptor_uid="wl-uid-9", preemptor_job_uid="job-uid-9",
-                  reason="InCohortReclamation")
+                  reason="InCohortReclamation", now=timezone.now())
     job = refresh(client, job_id, "Queued")
     assert job.reason == "Preempted"
     assert job.preemptions == 1

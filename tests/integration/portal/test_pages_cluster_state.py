@@ -18,6 +18,7 @@ from tests.factories import (
     make_team,
     make_user,
 )
+from tests.integration.portal.test_pages_quota import TEAM_PAGE_QUERIES
 
 pytestmark = pytest.mark.django_db
 
@@ -330,9 +331,9 @@ def _populate(site, n: int) -> None:
         make_request(team=site["vision"], flavor=site["flavor"], requested_by=site["lead"])
 
 
-# session + user (2), team with role, grants, members, requests, flavors (5), objects (1),
-# the fairness panel: cohorts, teams, grants, jobs of the cluster (4)
-TEAM_PAGE = 12
+# One figure for the team page, kept with the quota page tests (it also counts the
+# cluster-state and fairness panels).
+TEAM_PAGE = TEAM_PAGE_QUERIES
 # session + user (2), team with role, grants, members, requests, flavors (5), request (1),
 # objects (1)
 TEAM_REQUEST_PAGE = 9

@@ -2,6 +2,8 @@
 
 import pytest
 from django.conf import settings
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
 
 from portal.celery import app
 from portal.models import Cluster, ManagedObject
@@ -62,9 +64,19 @@ def test_transient_failure_leaves_the_cluster_lagging_for_resync(world):
     assert clusters_to_resync(drift_check_seconds=300) == [cluster.pk]
     row = ManagedObject.objects.get(cluster=cluster, kind="ClusterQueue", name="team-b")
     assert row.applied_hash == "" and "injected" in row.last_error
-    # The next pass converges and the cluster is no longer due.
+    # The next pass converges; the cluster stays due only while Kueue has not
+    # reported its queues (no controller in the emulator: we write it as Kueue would).
     assert not cluster_reconcile(cluster_id=cluster.pk).retry_later
     cluster.refresh_from_db()
     assert cluster.applied_generation == cluster.spec_generation
-    assert clusters_to_resync(drift_check_seconds=300) == []
     assert Cluster.objects.get(pk=cluster.pk).last_error == ""
+    assert clusters_to_resync(drift_check_seconds=300) == [cluster.pk]
+    api = k8s_config.new_client_from_config(config_file=settings.KUBECONFIG)
+    for name in ("team-a", "team-b"):
+        k8s.CustomObjectsApi(api).patch_cluster_custom_object_status(
+            "kueue.x-k8s.io", "v1beta2", "clusterqueues", name, {"status": {"conditions": [{
+                "type": "Active", "status": "True", "reason": "Ready",
+                "message": "Can admit new workloads", "observedGeneration": 1,
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}]}})
+    assert cluster_reconcile(cluster_id=cluster.pk).writes == 0
+    assert clusters_to_resync(drift_check_seconds=300) == []

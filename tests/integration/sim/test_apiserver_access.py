@@ -1,6 +1,7 @@
 """The emulator records the access each request needs, as an RBAC authorizer checks it."""
 
 import pytest
+import yaml
 from django.conf import settings
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -67,8 +68,37 @@ def test_access_is_recorded_per_verb_group_and_resource(kube_emulator):
         ("patch", "kueue.x-k8s.io", "clusterqueues/status"): 1,
     }
     snapshot = server.counters.snapshot()
-    assert {"verb": "patch", "apiGroup": "kueue.x-k8s.io", "resource": "clusterqueues/status",
-            "count": 1} in snapshot["access"]
+    assert {"user": "admin", "verb": "patch", "apiGroup": "kueue.x-k8s.io",
+            "resource": "clusterqueues/status", "count": 1} in snapshot["access"]
     assert snapshot["writes"] == 5  # requests, as before: the implied creates are not requests
     server.counters.reset()
     assert server.counters.access() == {}
+
+
+def test_access_is_recorded_per_user_and_unknown_tokens_are_refused(kube_emulator, tmp_path):
+    server = kube_emulator
+    admin = KubernetesCluster(kubeconfig=settings.KUBECONFIG)
+    other_config = server.write_kubeconfig(tmp_path / "controller", user="kueue-controller")
+    assert server.add_user("kueue-controller") == server.add_user("kueue-controller")
+    other = KubernetesCluster(kubeconfig=str(other_config))
+    admin.get("v1", "Namespace", "default")
+    other.get("v1", "Namespace", "default")  # discovery first, then the get
+    server.counters.reset()
+
+    admin.get("v1", "Namespace", "default")
+    other.list("v1", "ResourceQuota")
+    other.list("v1", "ResourceQuota")
+    assert server.counters.access("admin") == {("get", "", "namespaces"): 1}
+    assert server.counters.access("kueue-controller") == {("list", "", "resourcequotas"): 2}
+    assert server.counters.access() == {("get", "", "namespaces"): 1,
+                                        ("list", "", "resourcequotas"): 2}
+    assert server.counters.access("nobody") == {}
+
+    config = yaml.safe_load(other_config.read_text())
+    config["users"][0]["user"]["token"] = "not-a-token"
+    (tmp_path / "stranger").write_text(yaml.safe_dump(config))
+    stranger = k8s_config.new_client_from_config(config_file=str(tmp_path / "stranger"))
+    with pytest.raises(k8s.ApiException) as refused:
+        k8s.CoreV1Api(stranger).read_namespace("default")
+    assert refused.value.status == 401
+    assert server.counters.access("system:anonymous") == {("get", "", "namespaces"): 1}

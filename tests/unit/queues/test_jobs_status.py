@@ -300,6 +300,20 @@ def test_preemption_loop(minutes, expected):
     assert preemption_loop([at(m) for m in minutes], NOW) is expected
 
 
+def test_signals_of_one_preemption_a_moment_apart_count_once():
+    wl = workload(cond("Evicted", "True", "Preempted", PREEMPT_MSG, 20),
+                  cond("Preempted", "True", "InClusterQueue", PREEMPT_MSG, 20))
+    late_event = event("Preempted", PREEMPT_MSG, 20, "Normal", "job-train-abcde")
+    late_event["lastTimestamp"] = (at(20) + dt.timedelta(seconds=1)).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+    status = explain(job=job(), workload=wl, events=[late_event],
+                     known_preemption_times=[at(20) + dt.timedelta(seconds=2)])
+    assert status.preemptions == 1
+    assert status.preemption_times == (at(20),)
+    assert merge_times([at(1), at(1) + dt.timedelta(seconds=5), at(2)],
+                       tolerance_seconds=10) == (at(1), at(2))
+
+
 def test_preemption_loop_threshold_and_window_are_parameters():
     times = [at(50), at(55)]
     assert preemption_loop(times, NOW, threshold=2) is True

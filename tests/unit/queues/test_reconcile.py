@@ -6,7 +6,7 @@ import copy
 import pytest
 
 from queues.errors import PermanentError, TransientError
-from queues.reconcile import content_hash, is_subset, key_of, observe, reconcile
+from queues.reconcile import MANAGED_KINDS, content_hash, is_subset, key_of, observe, reconcile
 from queues.render.labels import managed_selector, shared_labels, team_labels
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
@@ -18,6 +18,8 @@ class FakeCluster:
     def __init__(self):
         self.objects = {}
         self.writes = 0
+        self.lists = 0
+        self.gets = 0
         self.errors = {}  # (verb, name) -> exception, raised once
 
     def _raise(self, verb, name):
@@ -39,10 +41,13 @@ class FakeCluster:
 
     def get(self, api_version, kind, name, namespace=None):
         self._raise("get", name)
+        self.gets += 1
         obj = self.objects.get((api_version, kind, namespace or "", name))
         return copy.deepcopy(obj)
 
     def list(self, api_version, kind, label_selector="", namespace=None):
+        self._raise("list", kind)
+        self.lists += 1
         wanted = dict(part.split("=") for part in label_selector.split(",") if part)
         return [copy.deepcopy(o) for k, o in sorted(self.objects.items())
                 if k[:2] == (api_version, kind)
@@ -204,11 +209,35 @@ def test_permanent_error_is_recorded_on_that_object_only():
                                          "message": message}
 
 
+def test_each_kind_is_listed_once_and_nothing_is_read_one_by_one():
+    cluster = FakeCluster()
+    last = applied(reconcile(cluster, world("a", "b", "c"), {}))
+    cluster.lists = cluster.gets = 0
+    assert reconcile(cluster, world("a", "b", "c"), last).writes == 0
+    # one list per kind of either backend (the prune looks at both), whatever the size
+    assert cluster.lists == len(MANAGED_KINDS) and cluster.gets == 0
+
+
+def test_failed_list_falls_back_to_get_and_skips_that_kinds_prune():
+    cluster = FakeCluster()
+    last = applied(reconcile(cluster, world("a", "b"), {}))
+    cluster.errors[("list", "ClusterQueue")] = TransientError("list: 503", status=503)
+    result = reconcile(cluster, world("a"), last)
+    by = actions(result)
+    assert by[("ClusterQueue", "*")] == "failed" and result.retry_later
+    assert by[("ClusterQueue", "a")] == "unchanged"  # read with get instead
+    assert cluster.gets == 1
+    assert ("ClusterQueue", "b") not in by  # its prune waits for the next run
+    assert by[("LocalQueue", "b")] == "pruned"
+
+
 def test_get_failure_is_recorded_without_a_write():
     cluster = FakeCluster()
+    cluster.errors[("list", "ResourceFlavor")] = TransientError("timeout", reason="Timeout")
     cluster.errors[("get", "h100")] = TransientError("timeout", reason="ReadTimeoutError")
     result = reconcile(cluster, [flavor()], {})
-    assert actions(result) == {("ResourceFlavor", "h100"): "failed"}
+    assert actions(result) == {("ResourceFlavor", "*"): "failed",
+                               ("ResourceFlavor", "h100"): "failed"}
     assert cluster.writes == 0 and result.retry_later
 
 
@@ -246,9 +275,59 @@ def test_cluster_queue_active_condition_is_observed():
     ({"a": True}, {"a": "True"}, False),
     ({"a": None}, {}, False),
     ({}, {"anything": 1}, True),
+    # Quantity fields compare by value (the API server may re-spell them) ...
+    ({"hard": {"memory": "64Gi"}}, {"hard": {"memory": "68719476736"}}, True),
+    ({"hard": {"cpu": "1000m"}}, {"hard": {"cpu": "1"}}, True),
+    ({"nominalQuota": "0"}, {"nominalQuota": "0m"}, True),
+    ({"lendingLimit": "2"}, {"lendingLimit": "2000m"}, True),
+    ({"borrowingLimit": "4"}, {"borrowingLimit": 4}, True),
+    ({"x": [{"nominalQuota": "1k"}]}, {"x": [{"nominalQuota": "1000"}]}, True),
+    ({"hard": {"memory": "1Gi"}}, {"hard": {"memory": "1G"}}, False),
+    ({"nominalQuota": "8"}, {"nominalQuota": "9"}, False),
+    # ... other fields by string: a label "1" is not "1000m".
+    ({"labels": {"v": "1"}}, {"labels": {"v": "1000m"}}, False),
+    ({"name": "0"}, {"name": "0m"}, False),
 ])
 def test_is_subset(desired, live, expected):
     assert is_subset(desired, live) is expected
+
+
+def test_content_hash_is_by_value_for_quantities_only():
+    def quota(memory, cpu, label="1"):
+        return {"kind": "ResourceQuota", "metadata": {"labels": {"v": label}},
+                "spec": {"hard": {"requests.memory": memory, "requests.cpu": cpu}}}
+
+    assert content_hash(quota("64Gi", "1")) == content_hash(quota("68719476736", "1000m"))
+    assert content_hash(quota("64Gi", "1")) != content_hash(quota("64G", "1"))
+    assert content_hash(quota("64Gi", "1")) != content_hash(quota("64Gi", "1", label="1000m"))
+
+
+def test_respelled_quantity_writes_nothing_changed_value_writes():
+    cluster = FakeCluster()
+    last = applied(reconcile(cluster, world("a"), {}))
+    key = key_of(cluster_queue("a"))
+    # The server answers with its own spelling of our quantity: no drift, no write.
+    cluster.objects[key]["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0][
+        "nominalQuota"] = "8000m"
+    result = reconcile(cluster, world("a"), last)
+    assert result.writes == 0 and not result.drifted
+    # We render the same value spelled differently: same hash, no write.
+    respelled = world("a")
+    respelled[-2] = cluster_queue("a", "8000m")
+    assert reconcile(cluster, respelled, last).writes == 0
+    # A different value is a write.
+    changed = world("a")
+    changed[-2] = cluster_queue("a", "9")
+    assert reconcile(cluster, changed, last).writes == 1
+
+
+def test_retry_after_is_carried_to_the_result():
+    cluster = FakeCluster()
+    cluster.errors[("apply", "a")] = TransientError("apply: too many requests", status=429,
+                                                    reason="TooManyRequests", retry_after=7)
+    result = reconcile(cluster, world("a"), {})
+    assert result.retry_later and result.retry_after == 7
+    assert reconcile(cluster, world("a"), applied(result)).retry_after is None
 
 
 def test_content_hash_is_order_independent():

@@ -61,9 +61,15 @@ def test_failed_apply_carries_what_was_read_and_failed_get_carries_nothing():
     item = reconcile(cluster, changed, last).by_key()[key_of(cluster_queue("a"))]
     assert item.action == "failed" and item.live_known
     assert item.live["spec"] == cluster_queue("a")["spec"]  # still the old content
+    # Namespaces are read from one list per run; when that list fails, each is read with
+    # get (the fallback), and a failed get leaves nothing known about the object.
+    cluster.errors[("list", "Namespace")] = TransientError("list: 503", status=503)
     cluster.errors[("get", "a")] = TransientError("get: 503", status=503)
-    item = reconcile(cluster, world("a"), last).by_key()[key_of(namespace("a"))]
+    result = reconcile(cluster, world("a"), last).by_key()
+    assert result[("v1", "Namespace", "", "*")].action == "failed"
+    item = result[key_of(namespace("a"))]
     assert item.action == "failed" and not item.live_known and item.live is None
+    assert ("get", "a") not in cluster.errors  # the get was sent (and failed)
 
 
 def test_retained_namespace_carries_the_listed_object():
