@@ -502,7 +502,10 @@ def _volcano_cancel(job: Job, port) -> str:
 
 
 def _volcano_status(port, job: Job, live: dict | None, now: datetime):
-    """Read the vcjob's PodGroup and Queue, and explain them (:func:`interpret_volcano`)."""
+    """Read the vcjob's PodGroup and Queue, and explain them (:func:`interpret_volcano`).
+
+    Returns ``(status, partly_placed_since)``: see :func:`_volcano_interpret`.
+    """
     podgroup = queue = None
     if live is not None:
         meta = live.get("metadata") or {}
@@ -513,8 +516,27 @@ def _volcano_status(port, job: Job, live: dict | None, now: datetime):
         queue_name = (live.get("spec") or {}).get("queue")
         if queue_name:
             queue = port.get(vjobs.QUEUE_API_VERSION, "Queue", queue_name)
-    return vjobs.interpret_volcano(job=live, podgroup=podgroup, now=now, queue=queue,
-                                   cancelled=job.cancel_requested_at is not None)
+    return _volcano_interpret(job, live, podgroup, queue, now)
+
+
+def _volcano_interpret(job: Job, live: dict | None, podgroup: dict | None, queue: dict | None,
+                       now: datetime):
+    """``(JobStatus, partly_placed_since)`` of a vcjob from what was read.
+
+    ``partly_placed_since`` is when the portal first saw the gang partly placed
+    (``0 < running < minAvailable``, :func:`queues.volcano_jobs.is_partly_placed`):
+    the stored ``job.partly_placed_since``, or ``now`` on the first such read;
+    ``None`` when the gang is not partly placed (the clock is cleared). It is the
+    clock of :data:`queues.volcano_jobs.PARTLY_PLACED_AFTER`, not the vcjob's phase
+    transition time.
+    """
+    since = None
+    if vjobs.is_partly_placed(live, podgroup):
+        since = job.partly_placed_since or now
+    status = vjobs.interpret_volcano(job=live, podgroup=podgroup, now=now, queue=queue,
+                                     cancelled=job.cancel_requested_at is not None,
+                                     partly_placed_since=since)
+    return status, since
 
 
 def _rfc3339(value: datetime) -> str:
@@ -545,7 +567,11 @@ def job_sync(*, job_id: int, port=None, now: datetime | None = None) -> str | No
     position). :func:`queues.jobs.interpret_kueue` turns them into the phase,
     reason, message, admitted flavor, preemptions and timeline; preemption
     times and timeline entries from earlier reads are kept (Kueue keeps only
-    the latest condition). Returns the new phase, or ``None`` when there is
+    the latest condition). A Volcano job reads the vcjob, its PodGroup and its
+    Queue (:func:`queues.volcano_jobs.interpret_volcano`); when the gang is
+    partly placed, ``partly_placed_since`` keeps the time of the first such read
+    (cleared once it is not). ``now``: aware ``datetime`` of the read (default
+    the current time). Returns the new phase, or ``None`` when there is
     nothing to read (no manifest, or deleted on cancel). A job being cancelled
     whose object still exists gets its cancel re-enqueued (level-triggered).
     Raises :class:`TransientError` for the task to retry.
@@ -556,13 +582,13 @@ def job_sync(*, job_id: int, port=None, now: datetime | None = None) -> str | No
     now = now or timezone.now()
     api_version, kind, name, namespace = _job_ref(job)
     port = _port(job, port)
-    workload, events, position, status = None, [], None, None
+    workload, events, position, status, partly_since = None, [], None, None, None
     try:
         live = port.get(api_version, kind, name, namespace)
         if live is None and (not job.cluster_uid or job.is_final):
             return job.phase  # not created yet (job_create will), or over and gone
         if api_version == vjobs.JOB_API_VERSION:
-            status = _volcano_status(port, job, live, now)
+            status, partly_since = _volcano_status(port, job, live, now)
         elif live is not None:
             workload = _workload_of(port, live, namespace)
             events = port.list_events(namespace, name, kind)
@@ -601,6 +627,7 @@ def job_sync(*, job_id: int, port=None, now: datetime | None = None) -> str | No
         job.last_preemptor = status.preemptor or job.last_preemptor
         job.preemption_loop = status.preemption_loop
         job.timeline = _merge_timeline(list(job.timeline or []), list(status.timeline))
+        job.partly_placed_since = partly_since
         job.status_synced_at = now
         job.last_error = ""
         job.save()

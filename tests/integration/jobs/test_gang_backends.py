@@ -14,6 +14,7 @@ import pytest
 from django.conf import settings
 
 from portal.models import Cluster, Job
+from portal.services.jobs import job_sync
 from portal.services.reconcile import cluster_reconcile
 from portal.tasks import job_sync_task, jobs_sync_task
 from queues.cluster import KubernetesCluster
@@ -141,15 +142,43 @@ def test_pending_then_running_is_explained(live_world, backend, port):
 
 @pytest.mark.parametrize("backend", ["volcano"])  # Kueue admits a gang whole
 def test_volcano_gang_partly_placed_is_distinct_from_pending(live_world, backend, port):
+    """The clock starts when a sync first sees 0 < running < minAvailable (stored on the
+    job), not at the vcjob's phase transition: 20 minutes in Pending before the first pod
+    ran is not 20 minutes partly placed."""
     job = submit(live_world, workers=3, gpus_per_worker=2)
     live = live_job(port, job)
     volcano_sim.create_podgroup(port, live)
-    twenty_minutes_ago = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=20)
+    t0 = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    volcano_sim.set_podgroup(port, live, phase="Inqueue", running=0)
+    volcano_sim.set_job_state(port, live, phase="Pending", running=0,
+                              now=t0 - dt.timedelta(minutes=20))
+    assert job_sync(job_id=job.pk, port=port, now=t0) == "Admitted"
+    assert Job.objects.get(pk=job.pk).partly_placed_since is None  # nothing runs yet
+
     volcano_sim.set_podgroup(port, live, phase="Inqueue", running=2)
-    volcano_sim.set_job_state(port, live, phase="Pending", running=2, now=twenty_minutes_ago)
-    body = shown(live_world, job)
+    volcano_sim.set_job_state(port, live, phase="Pending", running=2,
+                              now=t0 - dt.timedelta(minutes=20))
+    seen = t0 + dt.timedelta(minutes=1)
+    job_sync(job_id=job.pk, port=port, now=seen)
+    assert Job.objects.get(pk=job.pk).partly_placed_since == seen
+
+    job_sync(job_id=job.pk, port=port, now=seen + dt.timedelta(minutes=9))
+    body = _api(live_world["member_a"]).get(f"/api/v1/jobs/{job.pk}/").json()
+    assert (body["phase"], body["reason"]) == ("Admitted", "Inqueue")
+    assert Job.objects.get(pk=job.pk).partly_placed_since == seen  # kept, not moved
+
+    job_sync(job_id=job.pk, port=port, now=seen + dt.timedelta(minutes=11))
+    body = _api(live_world["member_a"]).get(f"/api/v1/jobs/{job.pk}/").json()
     assert (body["phase"], body["reason"]) == ("Admitted", "GangPartlyPlaced")
-    assert body["message"].startswith("gang partly placed: 2/3 pods, 4 GPUs held without progress")
+    assert body["message"] == ("gang partly placed: 2/3 pods, 4 GPUs held without progress "
+                               "(for 11 minutes). The remaining pods cannot be placed; "
+                               "platform staff may need to free nodes.")
+
+    # The whole gang runs: the clock is cleared; partly placed again later starts anew.
+    volcano_sim.set_podgroup(port, live, phase="Running", running=3, scheduled=True)
+    volcano_sim.set_job_state(port, live, phase="Running", running=3)
+    assert job_sync(job_id=job.pk, port=port, now=seen + dt.timedelta(minutes=12)) == "Running"
+    assert Job.objects.get(pk=job.pk).partly_placed_since is None
 
 
 @pytest.mark.parametrize("backend", ["volcano"])  # queues are closed only on Volcano
