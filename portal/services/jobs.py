@@ -33,6 +33,7 @@ from queues import jobs as qjobs
 from queues import quantity
 from queues import volcano_jobs as vjobs
 from queues.errors import ClusterError, PermanentError
+from queues.render.labels import JOB_LABEL
 from queues.specs import SpecError
 
 log = logging.getLogger(__name__)
@@ -351,14 +352,24 @@ def job_create(*, job_id: int, port=None) -> str:
     """Create job ``job_id``'s manifest on the cluster (``portal.job_create``).
 
     Returns ``"created"``, ``"exists"`` (already there: nothing written, so a
-    job Kueue has since unsuspended is never suspended again), ``"skipped"``
-    (gone, final or being cancelled) or ``"failed"`` (permanent error, recorded:
-    phase ``Failed``, reason ``CreateFailed``). Raises
+    job Kueue has since unsuspended is never suspended again), ``"cancelled"``
+    (a cancel was recorded before the create ran or while it was in flight: the
+    job is handed to :func:`job_cancel_execute`, which deletes whatever exists
+    of it, so a create racing a cancel leaves nothing on the cluster),
+    ``"skipped"`` (gone, final or no manifest) or ``"failed"`` (permanent error,
+    recorded: phase ``Failed``, reason ``CreateFailed``). The cancel state is
+    read again under the job's row lock after the apply: a cancel recorded
+    after that read finds the object on the cluster. Raises
     :class:`queues.errors.TransientError` (recorded in ``last_error``) for the
     task to retry.
     """
     job = _load(job_id)
-    if job is None or job.is_final or job.cancel_requested_at or not job.manifest:
+    if job is None or not job.manifest:
+        return "skipped"
+    if job.cancel_requested_at is not None:
+        job_cancel_execute(job_id=job_id, port=port)
+        return "cancelled"
+    if job.is_final:
         return "skipped"
     api_version, kind, name, namespace = _job_ref(job)
     port = _port(job, port)
@@ -379,8 +390,31 @@ def job_create(*, job_id: int, port=None) -> str:
         Job.objects.filter(pk=job_id).update(last_error=str(exc)[:_MAX_ERROR])
         raise
     uid = (live.get("metadata") or {}).get("uid", "")
-    Job.objects.filter(pk=job_id).update(cluster_uid=uid, last_error="")
+    with transaction.atomic():
+        locked = Job.objects.select_for_update().filter(pk=job_id).first()
+        cancelled = locked is None or locked.cancel_requested_at is not None
+        if not cancelled:
+            locked.cluster_uid, locked.last_error = uid, ""
+            locked.save(update_fields=["cluster_uid", "last_error"])
+    if cancelled:  # cancelled while the apply was in flight
+        if locked is None:
+            _delete_leftover(port, job)
+        else:
+            job_cancel_execute(job_id=job_id, port=port)
+        return "cancelled"
     return outcome
+
+
+def _delete_leftover(port, job: Job) -> bool:
+    """Delete the job's object if it exists and is this job's (its ``portal.gpu/job``
+    label is ``job.pk``: a later job of the team may reuse the name). ``True`` if
+    deleted. Raises :class:`queues.errors.ClusterError`."""
+    api_version, kind, name, namespace = _job_ref(job)
+    live = port.get(api_version, kind, name, namespace)
+    labels = ((live or {}).get("metadata") or {}).get("labels") or {}
+    if live is None or labels.get(JOB_LABEL) != str(job.pk):
+        return False
+    return port.delete_background(api_version, kind, name, namespace)
 
 
 def _workload_of(port, live: dict, namespace: str) -> dict | None:
@@ -398,12 +432,17 @@ def job_cancel_execute(*, job_id: int, port=None) -> str:
     phase becomes ``Cancelled`` - unless it had already finished, which the
     last status read decides. Returns ``"cancelled"`` or ``"skipped"``
     (nothing asked, or already done). Idempotent: a retry after a failed
-    delete does not deactivate twice. Raises :class:`TransientError` for the
-    task to retry.
+    delete does not deactivate twice. Once done (``deleted_at`` set), a run
+    still deletes whatever exists of the job (a create that was in flight
+    during the cancel; see :func:`job_create`) and records it in the timeline
+    and an audit event ``job.leftover_deleted``. Raises
+    :class:`TransientError` for the task to retry.
     """
     job = _load(job_id)
-    if job is None or job.cancel_requested_at is None or job.deleted_at is not None:
+    if job is None or job.cancel_requested_at is None:
         return "skipped"
+    if job.deleted_at is not None:
+        return _cancel_leftover(job, _port(job, port))
     if job.manifest and job.manifest.get("apiVersion") == vjobs.JOB_API_VERSION:
         return _volcano_cancel(job, _port(job, port))
     api_version, kind, name, namespace = _job_ref(job)
@@ -439,6 +478,33 @@ def job_cancel_execute(*, job_id: int, port=None) -> str:
         job.save()
         audit_record(actor=None, action="job.cancelled", target=job, team=job.team,
                      before={"phase": before}, after={"phase": job.phase})
+    return "cancelled"
+
+
+def _cancel_leftover(job: Job, port) -> str:
+    """The cancel is done, yet the job's object may exist (created by a create task that
+    was in flight): delete it outright - nothing will sync this job again. Returns
+    ``"cancelled"`` if something was deleted, else ``"skipped"``."""
+    if not job.manifest:
+        return "skipped"
+    try:
+        deleted = _delete_leftover(port, job)
+    except ClusterError as exc:
+        Job.objects.filter(pk=job.pk).update(last_error=str(exc)[:_MAX_ERROR])
+        raise
+    if not deleted:
+        return "skipped"
+    now = timezone.now()
+    detail = "A job created while the cancel ran was deleted."
+    with transaction.atomic():
+        job = Job.objects.select_for_update(of=("self",)).select_related("team").get(pk=job.pk)
+        job.timeline = _merge_timeline(list(job.timeline or []), [{
+            "source": "Portal", "type": "Cancelled", "status": "True", "reason": "Cancelled",
+            "message": detail, "time": _rfc3339(now)}])
+        job.last_error = ""
+        job.save(update_fields=["timeline", "last_error"])
+        audit_record(actor=None, action="job.leftover_deleted", target=job, team=job.team,
+                     before={"phase": job.phase}, after={"deleted": job.manifest["kind"]})
     return "cancelled"
 
 

@@ -9,12 +9,14 @@ to read the status back and checks what the API shows.
 """
 
 import datetime as dt
+import threading
 
 import pytest
 from django.conf import settings
+from django.db import transaction
 
-from portal.models import Cluster, Job
-from portal.services.jobs import job_sync
+from portal.models import AuditEvent, Cluster, Job
+from portal.services.jobs import job_cancel, job_cancel_execute, job_submit, job_sync
 from portal.services.reconcile import cluster_reconcile
 from portal.tasks import job_sync_task, jobs_sync_task
 from queues.cluster import KubernetesCluster
@@ -222,3 +224,114 @@ def test_cancel_stops_the_gang_and_removes_it(live_world, backend, port):
     assert live_job(port, job) is None
     body = _api(live_world["member_a"]).get(f"/api/v1/jobs/{job.pk}/").json()
     assert body["phase"] == "Cancelled"
+
+
+# --- a cancel racing the create task (issue 5) ------------------------------------------
+
+
+def _on_cluster(port, backend: str, namespace: str = "team-a") -> dict:
+    """What exists of team-a's jobs on the emulator: {kind: [names]} (empty lists = nothing)."""
+    found = {"jobs": [o["metadata"]["name"] for o in port.list(
+        *(VCJOB if backend == "volcano" else ("batch/v1", "Job")), "", namespace)]}
+    if backend == "volcano":
+        found["commands"] = [o["metadata"]["name"] for o in port.list(
+            COMMAND_API_VERSION, "Command", "", namespace)]
+    else:
+        found["workloads"] = [o["metadata"]["name"] for o in port.list_workloads(namespace)]
+    return found
+
+
+def _drain_worker():
+    """Every task published so far has run: the solo worker takes its queue in order."""
+    jobs_sync_task.delay().get(timeout=60)
+
+
+def _gate_the_create(server, job_manifest_api: str, name: str = "train-llm"):
+    """Hold the create's server-side apply (PATCH) in the emulator until released."""
+    gate = threading.Event()
+    fault = server.faults.add("PATCH", rf"/apis/{job_manifest_api}/namespaces/team-a/jobs/{name}$",
+                              gate=gate)
+    return gate, fault
+
+
+def test_cancel_recorded_before_the_create_task_runs_leaves_nothing(live_world, backend, port,
+                                                                     kube_emulator):
+    # Submit and cancel commit together: both tasks are published after the cancel exists.
+    with transaction.atomic():
+        job = job_submit(actor=live_world["member_a"], team=live_world["team_a"],
+                         **{k: v for k, v in job_payload().items() if k != "team"})
+        job_cancel(actor=live_world["member_a"], job=job)
+    job = wait_for(lambda: Job.objects.filter(pk=job.pk, deleted_at__isnull=False).first())
+    _drain_worker()
+    assert (job.phase, job.reason, job.cluster_uid) == ("Cancelled", "Cancelled", "")
+    assert _on_cluster(port, backend) == {"jobs": [], **(
+        {"commands": []} if backend == "volcano" else {"workloads": []})}
+    writes = {res: verbs for res, verbs in kube_emulator.counters.snapshot()["by_resource"].items()
+              if res.endswith("/jobs") and set(verbs) - {"get", "list"}}
+    assert writes == {}  # the create never applied anything
+
+
+def test_create_in_flight_when_the_cancel_ran_deletes_what_it_created(live_world, backend, port,
+                                                                       kube_emulator):
+    """The create task read "not there" and is applying; meanwhile the cancel is recorded
+    and executed (finding nothing). Released, the create re-reads the row under its lock,
+    sees the cancel and deletes the object it just made."""
+    api = VCJOB[0] if backend == "volcano" else "batch/v1"
+    gate, fault = _gate_the_create(kube_emulator, api)
+    try:
+        response = _api(live_world["member_a"]).post("/api/v1/jobs/", job_payload(),
+                                                    format="json")
+        assert response.status_code == 201
+        job_id = response.json()["id"]
+        wait_for(lambda: fault.hits == 1)  # the worker's apply is in flight, held
+        assert _api(live_world["member_a"]).post(
+            f"/api/v1/jobs/{job_id}/cancel/").status_code == 202
+        # The cancel runs now (its task waits behind the held create on the solo worker).
+        assert job_cancel_execute(job_id=job_id, port=port) == "cancelled"
+        job = Job.objects.get(pk=job_id)
+        assert (job.phase, job.deleted_at is not None) == ("Cancelled", True)
+        assert _on_cluster(port, backend)["jobs"] == []
+    finally:
+        gate.set()
+    event = wait_for(lambda: AuditEvent.objects.filter(action="job.leftover_deleted").first())
+    _drain_worker()
+    assert (event.target_id, event.after) == (str(job_id), {
+        "deleted": "Job"})
+    assert _on_cluster(port, backend) == {"jobs": [], **(
+        {"commands": []} if backend == "volcano" else {"workloads": []})}
+    counts = kube_emulator.counters.snapshot()["by_resource"]
+    resource = "batch.volcano.sh/jobs" if backend == "volcano" else "batch/jobs"
+    assert (counts[resource]["patch"], counts[resource]["delete"]) == (1, 1)
+    job = Job.objects.get(pk=job_id)
+    assert (job.phase, job.cluster_uid) == ("Cancelled", "")
+    assert "A job created while the cancel ran was deleted." in [
+        e["message"] for e in job.timeline if e["source"] == "Portal"]
+
+
+def test_cancel_recorded_while_the_create_applies_is_carried_out(live_world, backend, port,
+                                                                  kube_emulator):
+    """The cancel is recorded while the apply is held, and nothing runs it before the
+    create goes on: the create sees it under the row lock and cancels the job itself."""
+    api = VCJOB[0] if backend == "volcano" else "batch/v1"
+    gate, fault = _gate_the_create(kube_emulator, api)
+    try:
+        response = _api(live_world["member_a"]).post("/api/v1/jobs/", job_payload(),
+                                                    format="json")
+        job_id = response.json()["id"]
+        wait_for(lambda: fault.hits == 1)
+        assert _api(live_world["member_a"]).post(
+            f"/api/v1/jobs/{job_id}/cancel/").status_code == 202
+    finally:
+        gate.set()
+    job = wait_for(lambda: Job.objects.filter(pk=job_id, phase="Cancelled").first())
+    _drain_worker()
+    if backend == "volcano":
+        # AbortJob first (a vcjob has no suspend); Volcano aborts, the sync terminates+deletes.
+        assert volcano_sim.execute_commands(port, "team-a") == [("AbortJob", "train-llm")]
+        jobs_sync_task.delay().get(timeout=60)
+        assert volcano_sim.execute_commands(port, "team-a") == [("TerminateJob", "train-llm")]
+    job = Job.objects.get(pk=job_id)
+    assert job.deleted_at is not None and job.phase == "Cancelled"
+    assert _on_cluster(port, backend) == {"jobs": [], **(
+        {"commands": []} if backend == "volcano" else {"workloads": []})}
+    assert not AuditEvent.objects.filter(action="job.leftover_deleted").exists()
