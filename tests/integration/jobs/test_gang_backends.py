@@ -335,3 +335,73 @@ def test_cancel_recorded_while_the_create_applies_is_carried_out(live_world, bac
     assert _on_cluster(port, backend) == {"jobs": [], **(
         {"commands": []} if backend == "volcano" else {"workloads": []})}
     assert not AuditEvent.objects.filter(action="job.leftover_deleted").exists()
+
+
+# --- the periodic sync reads a namespace, not each job ------------------------------------
+
+
+def _make_waiting(port, backend: str, job: Job) -> None:
+    """What the backend writes for a gang that waits for GPUs, plus an event about it."""
+    live = live_job(port, job)
+    if backend == "kueue":
+        workload = kueue_sim.create_workload(port, live)
+        kueue_sim.set_pending(port, workload, message=kueue_sim.insufficient_quota_message(
+            "nvidia.com/gpu", "h100", 1))
+        kueue_sim.record_event(port, workload, reason="Pending", message=f"about {job.name}")
+    else:
+        volcano_sim.create_podgroup(port, live)
+        volcano_sim.set_job_state(port, live, phase="Pending")
+        volcano_sim.set_podgroup(port, live, phase="Pending", unschedulable=(
+            "NotEnoughResources", volcano_sim.unschedulable_message(
+                unschedulable=1, pods=1, min_available=1, pending=1)))
+
+
+def _requests_of_one_pass(server, expected_jobs: int) -> dict:
+    _drain_worker()  # the creates' own reads are over
+    server.counters.reset()
+    assert jobs_sync_task.delay().get(timeout=60) == {"synced": expected_jobs, "cancelled": 0,
+                                                       "failed": 0}
+    snapshot = server.counters.snapshot()
+    assert snapshot["writes"] == 0
+    return {verb: n for verb, n in snapshot["by_verb"].items() if verb != "discovery"}
+
+
+def test_the_periodic_sync_costs_the_same_requests_for_2_or_6_jobs_of_a_namespace(
+        live_world, backend, port, kube_emulator):
+    jobs = [submit(live_world, name=f"wait-{i}", workers=1, gpus_per_worker=1) for i in range(2)]
+    for job in jobs:
+        _make_waiting(port, backend, job)
+    two = _requests_of_one_pass(kube_emulator, 2)
+    more = [submit(live_world, name=f"wait-{i}", workers=1, gpus_per_worker=1)
+            for i in range(2, 6)]
+    for job in more:
+        _make_waiting(port, backend, job)
+    six = _requests_of_one_pass(kube_emulator, 6)
+    # Kueue: list the Jobs, the Workloads, the events about Jobs and about Workloads, and
+    # read the LocalQueue's pending workloads once. Volcano: list the vcjobs and the
+    # PodGroups, read the Queue once.
+    assert two == six == ({"list": 4, "get": 1} if backend == "kueue" else {"list": 2, "get": 1})
+
+    # Every job was explained from the shared listing, each with its own Workload and events.
+    rows = {j.name: j for j in Job.objects.filter(pk__in=[j.pk for j in jobs + more])}
+    assert {(j.phase, j.reason) for j in rows.values()} == {
+        ("Queued", "WaitingForQuota" if backend == "kueue" else "Unschedulable")}
+    if backend == "kueue":
+        assert sorted(j.queue_position for j in rows.values()) == list(range(6))
+        for name, job in rows.items():
+            events = [e["message"] for e in job.timeline if e["source"] == "Event"]
+            assert events == [f"about {name}"]
+            assert "1 more nvidia.com/gpu on flavor h100" in job.message
+    else:
+        assert all(j.message.startswith("pending: needs 1 GPUs. Volcano: NotEnoughResources")
+                   for j in rows.values())
+
+    # A listing the API refuses fails the namespace's jobs for this pass, each told why.
+    kube_emulator.faults.add("GET", r"/namespaces/team-a/(workloads|podgroups)$", 403,
+                             count=None, message="listing refused here")
+    assert jobs_sync_task.delay().get(timeout=60) == {"synced": 0, "cancelled": 0, "failed": 6}
+    assert all("listing refused here" in j.last_error
+               for j in Job.objects.filter(pk__in=[j.pk for j in rows.values()]))
+    kube_emulator.faults.clear()
+    assert jobs_sync_task.delay().get(timeout=60)["synced"] == 6
+    assert not Job.objects.exclude(last_error="").exists()
