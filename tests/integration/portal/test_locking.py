@@ -26,10 +26,9 @@ def _key_share_from_another_connection(team_id: int) -> str:
 
     def run():
         try:
-            with transaction.atomic():
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT 1 FROM portal_team WHERE id = %s FOR KEY SHARE NOWAIT",
-                                   [team_id])
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SELECT 1 FROM portal_team WHERE id = %s FOR KEY SHARE NOWAIT",
+                               [team_id])
             outcome["result"] = "free"
         except Exception as exc:  # noqa: BLE001 - the lock error is the answer
             outcome["result"] = type(exc).__name__
