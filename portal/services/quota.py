@@ -99,9 +99,8 @@ def quota_request_create(
 
 
 def _locked_pending(request: QuotaRequest) -> QuotaRequest:
-    locked = QuotaRequest.objects.select_for_update(of=("self",)).select_related("team", "flavor").get(
-        pk=request.pk
-    )
+    locked = (QuotaRequest.objects.select_for_update(of=("self",))
+              .select_related("team", "flavor").get(pk=request.pk))
     if locked.state != QuotaRequest.State.PENDING:
         raise ValidationError({"state": f"Request #{locked.pk} is {locked.state}, not pending."})
     return locked

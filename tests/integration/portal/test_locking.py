@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _key_share_from_another_connection(team_id: int) -> str:
-    """Try ``FOR KEY SHARE NOWAIT`` on the team row from a second connection: "free" or the error."""
+    """``FOR KEY SHARE NOWAIT`` on the team row from a 2nd connection: "free" or the error."""
     outcome = {}
 
     def run():
