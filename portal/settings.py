@@ -75,6 +75,13 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"),
 }
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default has several writers (web, worker, beat, the demo's job
+    # stream): WAL lets readers run beside a writer, IMMEDIATE transactions queue
+    # writers on the busy timeout instead of failing with "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "timeout": 30, "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"})
 DATABASES["default"]["ATOMIC_REQUESTS"] = False
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -176,7 +183,8 @@ CELERY_BEAT_SCHEDULE = {
     "usage-prune": {"task": "portal.usage_prune", "schedule": 86400.0},
     "idle-detect": {"task": "portal.idle_detect", "schedule": 900.0},
     # Gang jobs: read every live job's Workload, events and queue position.
-    "jobs-sync": {"task": "portal.jobs_sync", "schedule": 15.0},
+    "jobs-sync": {"task": "portal.jobs_sync",
+                  "schedule": env.float("JOBS_SYNC_INTERVAL_SECONDS", default=15.0)},
 }
 #: Fairness history: a snapshot per flavor every interval, kept for the retention.
 FAIRNESS_SNAPSHOT_INTERVAL_SECONDS = env.int("FAIRNESS_SNAPSHOT_INTERVAL_SECONDS", default=300)

@@ -58,7 +58,12 @@ from docker_image.reference import InvalidReference, Reference
 
 from queues import quantity
 from queues.render.labels import job_labels
-from queues.specs import SpecError, check_dns_label, check_extended_resource_name
+from queues.specs import (
+    SpecError,
+    _check_qualified_name,
+    check_dns_label,
+    check_extended_resource_name,
+)
 
 __all__ = [
     "FORBIDDEN_ENV",
@@ -72,6 +77,9 @@ __all__ = [
     "PRIORITY_CLASS_LABEL",
     "QUEUE_NAME_LABEL",
     "REASONS",
+    "SIM_DURATION_ANNOTATION",
+    "SIM_OUTCOME_ANNOTATION",
+    "SIM_PROFILE_ANNOTATION",
     "JobSpec",
     "JobStatus",
     "interpret_kueue",
@@ -80,6 +88,7 @@ __all__ = [
     "parse_time",
     "preemption_loop",
     "render_kueue_job",
+    "sim_annotations",
     "workload_for_job",
     "workload_name",
 ]
@@ -90,6 +99,17 @@ JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+
+#: Annotations a simulated cluster reads (``queues.sim.controller``), ignored by Kueue
+#: and Volcano: how long the job runs once started (whole seconds), how it ends
+#: (``Succeeded``/``Failed``) and its GPU activity profile for the simulated DCGM
+#: exporter (``training``, ``notebook``, ``inference``). Set only for demo and
+#: replay jobs (:func:`sim_annotations`).
+SIM_DURATION_ANNOTATION = "sim.portal.gpu/duration-seconds"
+SIM_OUTCOME_ANNOTATION = "sim.portal.gpu/outcome"
+SIM_PROFILE_ANNOTATION = "sim.portal.gpu/profile"
+SIM_OUTCOMES = ("Succeeded", "Failed")
+SIM_PROFILES = ("training", "notebook", "inference")
 
 #: ``JobSpec.kind`` values: a single-role batch/v1 Indexed Job, or a JobSet.
 KINDS = ("job", "jobset")
@@ -141,6 +161,45 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _MAX_ARGS = 256
 _INT32_MAX = 2**31 - 1
+
+
+def _check_annotations(value: Any, field: str = "annotations") -> tuple[tuple[str, str], ...]:
+    pairs = list(value.items()) if isinstance(value, Mapping) else list(value or ())
+    out = []
+    for index, pair in enumerate(pairs):
+        if not isinstance(pair, tuple | list) or len(pair) != 2:
+            raise SpecError(f"{field}[{index}]", "must be a (key, value) pair")
+        key, text = pair
+        _check_qualified_name(key, f"{field}[{index}].key")
+        if not isinstance(text, str):
+            raise SpecError(f"{field}[{index}].value", f"must be a string, got {text!r}")
+        out.append((key, text))
+    if len({key for key, _ in out}) != len(out):
+        raise SpecError(field, "keys must be unique")
+    return tuple(sorted(out))
+
+
+def sim_annotations(*, duration_seconds: int | None = None, outcome: str = "",
+                    profile: str = "") -> tuple[tuple[str, str], ...]:
+    """The ``sim.portal.gpu/*`` annotations for a job's declared running time
+    (whole seconds >= 1), outcome (:data:`SIM_OUTCOMES`) and activity profile
+    (:data:`SIM_PROFILES`); only those given. Raises ``SpecError`` naming
+    ``sim_duration_seconds``, ``sim_outcome`` or ``sim_profile``."""
+    out = []
+    if duration_seconds is not None:
+        _check_positive_int(duration_seconds, "sim_duration_seconds", "seconds")
+        out.append((SIM_DURATION_ANNOTATION, str(duration_seconds)))
+    if outcome:
+        if outcome not in SIM_OUTCOMES:
+            raise SpecError("sim_outcome", f"must be one of {', '.join(SIM_OUTCOMES)}; "
+                                           f"got {outcome!r}")
+        out.append((SIM_OUTCOME_ANNOTATION, outcome))
+    if profile:
+        if profile not in SIM_PROFILES:
+            raise SpecError("sim_profile", f"must be one of {', '.join(SIM_PROFILES)}; "
+                                           f"got {profile!r}")
+        out.append((SIM_PROFILE_ANNOTATION, profile))
+    return tuple(sorted(out))
 
 
 # --- the spec ------------------------------------------------------------------
@@ -266,6 +325,10 @@ class JobSpec:
     * ``max_runtime_seconds``: ``None`` or int >= 1 (``activeDeadlineSeconds``).
     * ``local_queue``: the team's LocalQueue (DNS-1123 label).
     * ``job_label``: the portal's job id as a label value (``portal.gpu/job``).
+    * ``annotations``: ``(key, value)`` pairs put on the top object's
+      ``metadata.annotations`` (a mapping is accepted; keys are qualified names,
+      values strings); empty = no annotations. Used for the ``sim.portal.gpu/*``
+      annotations of :func:`sim_annotations`.
 
     Raises ``SpecError(field, message)`` for the first bad field.
     """
@@ -287,6 +350,7 @@ class JobSpec:
     priority_class: str = ""
     kind: str = "job"
     max_runtime_seconds: int | None = None
+    annotations: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         check_dns_label(self.namespace, "namespace")
@@ -325,6 +389,7 @@ class JobSpec:
             or not _LABEL_VALUE.match(self.job_label)
         ):
             raise SpecError("job_label", f"{self.job_label!r} is not a valid label value")
+        object.__setattr__(self, "annotations", _check_annotations(self.annotations))
 
     @property
     def total_gpus(self) -> int:
@@ -400,7 +465,8 @@ def render_kueue_job(spec: JobSpec) -> dict:
 
     Both carry, on the top object: ``kueue.x-k8s.io/queue-name: <local_queue>``,
     ``kueue.x-k8s.io/priority-class: <priority_class>`` (only when set), the
-    portal's ``job_labels(team, job_label)``; ``spec.suspend: true`` (Kueue
+    portal's ``job_labels(team, job_label)``; ``metadata.annotations`` =
+    ``spec.annotations`` when there are any; ``spec.suspend: true`` (Kueue
     unsuspends it on admission). Pods carry the portal labels too. Each
     container requests ``cpu_per_worker``, ``memory_per_worker`` and
     ``gpus_per_worker`` of ``gpu_resource``; GPU limits equal requests
@@ -429,6 +495,8 @@ def render_kueue_job(spec: JobSpec) -> dict:
     labels.update(job_labels(spec.team, spec.job_label))
     api_version, kind = job_kind(spec.kind)
     metadata = {"name": spec.name, "namespace": spec.namespace, "labels": labels}
+    if spec.annotations:
+        metadata["annotations"] = dict(spec.annotations)
     if spec.kind == "job":
         body = {"suspend": True, **_indexed_job_spec(spec)}
     else:

@@ -249,13 +249,11 @@ def render_volcano_job(
     else:
         body["plugins"] = {"svc": [], "env": []}
         body["tasks"] = [_task("worker", spec.workers, template)]
-    return {
-        "apiVersion": JOB_API_VERSION,
-        "kind": "Job",
-        "metadata": {"name": spec.name, "namespace": spec.namespace,
-                     "labels": job_labels(spec.team, spec.job_label)},
-        "spec": body,
-    }
+    metadata: dict[str, Any] = {"name": spec.name, "namespace": spec.namespace,
+                                "labels": job_labels(spec.team, spec.job_label)}
+    if spec.annotations:
+        metadata["annotations"] = dict(spec.annotations)
+    return {"apiVersion": JOB_API_VERSION, "kind": "Job", "metadata": metadata, "spec": body}
 
 
 def render_command(

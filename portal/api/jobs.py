@@ -2,7 +2,8 @@
 
 The shapes here are a public contract (issue 5): ``POST /api/v1/jobs/`` takes
 ``{team, name, image, command, args?, env?, workers, gpus_per_worker, flavor,
-cpu_per_worker?, memory_per_worker?, priority?, kind?, max_runtime_seconds?}``
+cpu_per_worker?, memory_per_worker?, priority?, kind?, max_runtime_seconds?, sim_duration_seconds?,
+sim_outcome?, sim_profile?}``
 (team by slug, flavor and priority by name) and answers 201 with the job;
 ``GET /api/v1/jobs/?team=&phase=``; ``GET /api/v1/jobs/{id}/``;
 ``POST /api/v1/jobs/{id}/cancel/``; ``POST /api/v1/jobs/{id}/refresh/``.
@@ -90,6 +91,14 @@ class JobCreateSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(choices=Job.Kind.choices, default=Job.Kind.JOB)
     max_runtime_seconds = WholeNumberField(allow_none=True, required=False, default=None,
                                            help_text="activeDeadlineSeconds; null = no limit")
+    sim_duration_seconds = WholeNumberField(
+        allow_none=True, required=False, default=None,
+        help_text="simulated clusters only: seconds the job runs once started")
+    sim_outcome = serializers.CharField(required=False, allow_blank=True, default="",
+                                        help_text="simulated clusters only: Succeeded or Failed")
+    sim_profile = serializers.CharField(
+        required=False, allow_blank=True, default="",
+        help_text="simulated clusters only: training, notebook or inference (GPU activity)")
 
     def to_internal_value(self, data):
         """Field errors and refused unknown keys, reported together."""
@@ -146,6 +155,7 @@ class JobSerializer(serializers.ModelSerializer):
         fields = ["id", "team", "name", "submitter", "kind", "image", "command", "args", "env",
                   "workers", "gpus_per_worker", "total_gpus", "flavor", "cpu_per_worker",
                   "memory_per_worker", "priority", "max_runtime_seconds",
+                  "sim_duration_seconds", "sim_outcome", "sim_profile",
                   "phase", "reason", "message", "queue_position", "admitted_flavor",
                   "preemptions", "last_preemptor", "preemption_times", "preemption_loop",
                   "submitted_at", "admitted_at", "started_at", "finished_at",

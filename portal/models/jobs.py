@@ -22,6 +22,12 @@ class Job(models.Model):
     service), ``max_runtime_seconds`` (``activeDeadlineSeconds``; ``None`` = no
     limit). ``manifest`` is the rendered object sent to the cluster.
 
+    Simulated clusters only (the demo, trace replay): ``sim_duration_seconds``
+    (running time once started), ``sim_outcome`` (``Succeeded``/``Failed``) and
+    ``sim_profile`` (GPU activity: ``training``/``notebook``/``inference``), all
+    optional, rendered as ``sim.portal.gpu/*`` annotations only when set
+    (:func:`queues.jobs.sim_annotations`); a real Kueue or Volcano ignores them.
+
     Observed (written by ``job_sync`` from the Workload, the job and events):
     ``phase`` (see :class:`Phase`), ``reason`` (a short code) and ``message``
     (plain words), ``queue_position`` (0-based, from Kueue's visibility API;
@@ -72,6 +78,9 @@ class Job(models.Model):
     )
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.JOB)
     max_runtime_seconds = models.PositiveIntegerField(null=True, blank=True)
+    sim_duration_seconds = models.PositiveIntegerField(null=True, blank=True)
+    sim_outcome = models.CharField(max_length=16, blank=True)
+    sim_profile = models.CharField(max_length=16, blank=True)
 
     phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.SUBMITTED)
     reason = models.CharField(max_length=128, blank=True)

@@ -91,7 +91,8 @@ def _per_worker(amount_per_gpu: str, gpus: int) -> str:
 def job_check(
     *, actor, team: Team, name, image, command, args=(), env=(), workers, gpus_per_worker,
     flavor, cpu_per_worker="", memory_per_worker="", priority=None, kind=Job.Kind.JOB,
-    max_runtime_seconds=None, job_id: int = 0,
+    max_runtime_seconds=None, job_id: int = 0, sim_duration_seconds=None, sim_outcome="",
+    sim_profile="",
 ) -> JobPlan:
     """Check a submission without writing anything; return the :class:`JobPlan`.
 
@@ -100,7 +101,9 @@ def job_check(
     ``workers``/``gpus_per_worker`` whole numbers >= 1 (``1.5`` refused, never
     rounded); ``cpu_per_worker``/``memory_per_worker`` quantities (empty = the
     flavor's per-GPU sizing times ``gpus_per_worker``); ``max_runtime_seconds``
-    whole seconds or ``None``. Rules: the spec rules of
+    whole seconds or ``None``. ``sim_duration_seconds`` / ``sim_outcome`` /
+    ``sim_profile``: optional, for simulated clusters only (demo, replay): become
+    ``sim.portal.gpu/*`` annotations (:func:`queues.jobs.sim_annotations`). Rules: the spec rules of
     :class:`queues.jobs.JobSpec` (names, image reference, env vars, ...); the
     flavor is in the team's cluster and the team holds quota on it; the name is
     not taken by a live job of the team; the job's total GPUs do not exceed
@@ -161,6 +164,12 @@ def job_check(
                 if not value:
                     fail(field, f"Flavor '{flavor_row.name}' has no usable per-GPU sizing; "
                                 "give this amount.")
+    annotations = ()
+    try:
+        annotations = qjobs.sim_annotations(duration_seconds=sim_duration_seconds,
+                                            outcome=sim_outcome or "", profile=sim_profile or "")
+    except SpecError as exc:
+        fail(exc.field, exc.message)
     # The spec rules run even when a portal check failed, with stand-ins for the
     # failed values (never kept), so one answer lists every field's error.
     try:
@@ -174,7 +183,7 @@ def job_check(
             cpu_per_worker=cpu or "1", memory_per_worker=memory or "1Gi",
             priority_class=priority_row.name if priority_row else "",
             kind=kind if kind in Job.Kind.values else "job",
-            max_runtime_seconds=counts.get("max_runtime_seconds"),
+            max_runtime_seconds=counts.get("max_runtime_seconds"), annotations=annotations,
         )
     except SpecError as exc:
         field = _api_field(exc.field)
@@ -204,7 +213,9 @@ def job_check(
                 "workers": spec.workers, "gpus_per_worker": spec.gpus_per_worker,
                 "cpu_per_worker": spec.cpu_per_worker,
                 "memory_per_worker": spec.memory_per_worker, "kind": spec.kind,
-                "max_runtime_seconds": spec.max_runtime_seconds},
+                "max_runtime_seconds": spec.max_runtime_seconds,
+                "sim_duration_seconds": sim_duration_seconds, "sim_outcome": sim_outcome or "",
+                "sim_profile": sim_profile or ""},
     )
 
 

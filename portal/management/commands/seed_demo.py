@@ -75,9 +75,13 @@ class Command(BaseCommand):
                 for name, weight in COHORTS
             }
             teams = {}
+            volcano = cluster.backend == Cluster.Backend.VOLCANO
             for slug, name, cohort, weight, grants in TEAMS:
+                # Volcano Queue weights are whole numbers: 0.5 becomes 1 there.
+                weight = max(Decimal(1), Decimal(weight).to_integral_value()) if volcano \
+                    else Decimal(weight)
                 teams[slug], _ = Team.objects.get_or_create(slug=slug, defaults={
-                    "name": name, "cluster": cluster, "weight": Decimal(weight),
+                    "name": name, "cluster": cluster, "weight": weight,
                     "cohort": cohorts.get(cohort)})
                 for flavor, (nominal, borrowing, lending) in grants.items():
                     QuotaGrant.objects.get_or_create(
