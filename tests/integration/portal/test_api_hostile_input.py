@@ -60,3 +60,82 @@ def test_flavor_count_beyond_the_database_range_is_a_field_error(world, api, fie
     assert response.status_code == 400, response.content
     assert f"at most {INT_MAX}" in " ".join(response.json()[field])
     assert GpuFlavor.objects.count() == before
+
+
+def _flavor_body(**overrides) -> dict:
+    body = {"cluster": "gpu-east", "name": "l4", "gpu_model": "L4", "physical_gpus": 8}
+    body.update(overrides)
+    return body
+
+
+def test_flavor_created_without_a_gpu_model_keeps_previews_and_submits_working(world, api):
+    staff = api(world["staff"])
+    body = _flavor_body()
+    del body["gpu_model"]
+    created = staff.post("/api/v1/flavors/", body, format="json")
+    assert created.status_code == 201, created.content
+    request = QuotaRequest.objects.create(team=world["team_a"], flavor=world["h100"],
+                                          requested_by=world["lead_a"], nominal_gpus=4,
+                                          justification="x")
+    preview = staff.get(f"/api/v1/quota-requests/{request.pk}/preview/")
+    assert preview.status_code == 200, preview.content
+    assert {m["kind"] for m in preview.json()["manifests"]} >= {"ClusterQueue"}
+    submitted = api(world["lead_a"]).post("/api/v1/jobs/", {
+        "team": "team-a", "name": "after-l4", "image": "ghcr.io/acme/train:1",
+        "command": ["python"], "workers": 1, "gpus_per_worker": 1, "flavor": "h100"},
+        format="json")
+    assert submitted.status_code == 201, submitted.content
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    ({"node_labels": {"bad key!": "v"}}, "node_labels"),
+    ({"node_labels": {"k": "bad value!"}}, "node_labels"),
+    ({"node_labels": {"a\x00": "b"}}, "node_labels"),
+    ({"node_labels": {f"k{i}": "v" for i in range(9)}}, "node_labels"),
+    ({"node_taints": [{"key": "k", "effect": "NoSchedule", "extra": 1}]}, "node_taints[0]"),
+    ({"node_taints": [{"key": "bad key!", "effect": "NoSchedule"}]}, "node_taints[0].key"),
+    ({"tolerations": [{"x": "y"}]}, "tolerations[0]"),
+    ({"tolerations": [{"key": "k", "operator": "Bogus"}]}, "tolerations[0].operator"),
+    ({"tolerations": ["k"]}, "tolerations"),
+    ({"gpu_model": "x" * 129}, "gpu_model"),
+    ({"cpu_per_gpu": "1" * 33}, "cpu_per_gpu"),
+    ({"memory_per_gpu": "9" * 40}, "memory_per_gpu"),
+])
+def test_flavor_that_could_not_be_rendered_is_refused_and_writes_nothing(world, api, extra,
+                                                                         field):
+    before = GpuFlavor.objects.count()
+    response = api(world["staff"]).post("/api/v1/flavors/", _flavor_body(**extra),
+                                        format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json(), response.json()
+    assert GpuFlavor.objects.count() == before
+    assert not AuditEvent.objects.filter(action="flavor.created").exists()
+
+
+def test_flavor_with_valid_labels_taints_and_tolerations_is_accepted(world, api):
+    response = api(world["staff"]).post("/api/v1/flavors/", _flavor_body(
+        node_labels={"nvidia.com/gpu.product": "NVIDIA-L4"},
+        node_taints=[{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}],
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    ), format="json")
+    assert response.status_code == 201, response.content
+    assert GpuFlavor.objects.get(name="l4").tolerations == [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def test_admin_console_refuses_a_flavor_that_could_not_be_rendered(world, django_user_model):
+    client = Client()
+    client.force_login(django_user_model.objects.create_superuser("root", password="pw-root-1"))
+    form = {"cluster": str(world["cluster"].pk), "name": "l4", "gpu_resource": "nvidia.com/gpu",
+            "gpu_model": "", "node_labels": "{}", "node_taints": "[]",
+            "tolerations": '[{"key": "k", "operator": "Bogus"}]', "physical_gpus": "8",
+            "time_slicing_replicas": "1", "gpus_per_node": "8", "cpu_per_gpu": "8",
+            "memory_per_gpu": "64Gi"}
+    refused = client.post("/admin/portal/gpuflavor/add/", form)
+    assert refused.status_code == 200
+    assert "tolerations[0].operator" in str(refused.context["adminform"].form.errors)
+    assert not GpuFlavor.objects.filter(name="l4").exists()
+    form["tolerations"] = '[{"key": "k", "operator": "Exists"}]'
+    accepted = client.post("/admin/portal/gpuflavor/add/", form)
+    assert accepted.status_code == 302
+    assert GpuFlavor.objects.get(name="l4").tolerations == [{"key": "k", "operator": "Exists"}]
