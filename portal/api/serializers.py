@@ -101,7 +101,7 @@ class TeamCreateSerializer(serializers.Serializer):
     """``POST /api/v1/teams/`` (staff). ``cluster`` defaults to the only cluster."""
 
     slug = serializers.CharField(max_length=200)
-    name = serializers.CharField(required=False, allow_blank=True, default="")
+    name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
     cluster = serializers.CharField(required=False, allow_null=True, default=None)
     cohort = serializers.CharField(required=False, allow_null=True, default=None)
     weight = serializers.DecimalField(max_digits=8, decimal_places=3, default=1, min_value=0)
@@ -121,6 +121,12 @@ class QuotaRequestSerializer(serializers.ModelSerializer):
                   "lending_limit_gpus", "justification", "ends_at", "requested_by",
                   "reviewer", "review_comment", "overcommit_acknowledged", "created_at",
                   "reviewed_at", "expired_at"]
+
+
+class TeamFilterSerializer(serializers.Serializer):
+    """``?team=<slug>`` of a list: any text PostgreSQL can compare (no NUL)."""
+
+    team = serializers.CharField(required=False, allow_blank=True, help_text="team slug")
 
 
 class QuotaRequestCreateSerializer(serializers.Serializer):

@@ -4,7 +4,7 @@ field (never a 500) and nothing is written. Found by the break-and-fix review.""
 import pytest
 from django.test import Client
 
-from portal.models import AuditEvent, GpuFlavor, QuotaRequest
+from portal.models import AuditEvent, GpuFlavor, Membership, QuotaRequest, Team
 
 #: PostgreSQL ``integer`` (Django ``PositiveIntegerField``) holds at most this.
 INT_MAX = 2**31 - 1
@@ -139,3 +139,39 @@ def test_admin_console_refuses_a_flavor_that_could_not_be_rendered(world, django
     accepted = client.post("/admin/portal/gpuflavor/add/", form)
     assert accepted.status_code == 302
     assert GpuFlavor.objects.get(name="l4").tolerations == [{"key": "k", "operator": "Exists"}]
+
+
+def test_team_name_longer_than_its_column_is_a_field_error(world, api):
+    before = Team.objects.count()
+    response = api(world["staff"]).post("/api/v1/teams/", {"slug": "long-name",
+                                                           "name": "x" * 201}, format="json")
+    assert response.status_code == 400, response.content
+    assert "name" in response.json()
+    assert Team.objects.count() == before
+
+
+@pytest.mark.parametrize("path", ["/api/v1/quota-requests/abc/",
+                                  "/api/v1/quota-requests/abc/preview/",
+                                  "/api/v1/teams/%00/", "/api/v1/flavors/%00/"])
+def test_malformed_ids_in_the_path_are_404(world, api, path):
+    assert api(world["staff"]).get(path).status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/api/v1/quota-requests/abc/approve/",
+                                  "/api/v1/quota-requests/abc/withdraw/"])
+def test_malformed_ids_in_action_paths_are_404(world, api, path):
+    assert api(world["staff"]).post(path, {}, format="json").status_code == 404
+
+
+@pytest.mark.parametrize("username", ["%00", "a%00b"])
+def test_member_removal_with_a_nul_in_the_username_is_not_a_500(world, api, username):
+    before = Membership.objects.count()
+    response = api(world["lead_a"]).delete(f"/api/v1/teams/team-a/members/{username}/")
+    assert response.status_code in (400, 404), response.content
+    assert Membership.objects.count() == before
+
+
+def test_quota_request_list_with_a_nul_in_team_is_a_field_error(world, api):
+    response = api(world["lead_a"]).get("/api/v1/quota-requests/?team=%00")
+    assert response.status_code == 400, response.content
+    assert "team" in response.json()
