@@ -155,11 +155,17 @@ def job_check(
         try:
             cpu = cpu or _per_worker(flavor_row.cpu_per_gpu, gpus)
             memory = memory or _per_worker(flavor_row.memory_per_gpu, gpus)
-        except ValueError:  # the flavor's own sizing is broken: the user must say
+        except (ValueError, ArithmeticError):  # the flavor's sizing is unusable (or too
+            # precise to multiply exactly): the user must say
             for field, value in (("cpu_per_worker", cpu), ("memory_per_worker", memory)):
                 if not value:
                     fail(field, f"Flavor '{flavor_row.name}' has no usable per-GPU sizing; "
                                 "give this amount.")
+    for field, value in (("cpu_per_worker", cpu), ("memory_per_worker", memory)):
+        limit = Job._meta.get_field(field).max_length
+        if isinstance(value, str) and len(value) > limit:
+            fail(field, f"At most {limit} characters, got {len(value)}.")
+            cpu, memory = (None, memory) if field == "cpu_per_worker" else (cpu, None)
     # The spec rules run even when a portal check failed, with stand-ins for the
     # failed values (never kept), so one answer lists every field's error.
     try:
