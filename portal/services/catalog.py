@@ -19,10 +19,14 @@ from portal.services.teams import (
     volcano_queue_name,
     weight_value,
 )
-from queues import specs
+from queues import quantity, specs
 from queues.specs import SpecError
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+#: The largest quantity Kubernetes keeps exactly (int64 base units); a per-GPU sizing
+#: above it cannot be multiplied by GPU counts into a quota.
+QUANTITY_MAX = Decimal(2**63 - 1)
 
 
 def _staff_only(actor, what: str) -> None:
@@ -93,6 +97,14 @@ def flavor_spec_check(*, name: str, gpu_resource: str, gpu_model: str, physical_
         limit = GpuFlavor._meta.get_field(field).max_length
         if len(value or "") > limit:
             errors[field] = f"At most {limit} characters, got {len(value)}."
+    for field, value in (("cpu_per_gpu", cpu_per_gpu), ("memory_per_gpu", memory_per_gpu)):
+        try:
+            too_big = quantity.parse(value) > QUANTITY_MAX
+        except ValueError:
+            continue  # quantity_string reports it
+        if too_big and field not in errors:
+            errors[field] = (f"'{value}' is more than Kubernetes can hold (2^63-1 base units); "
+                             "quotas multiply it by GPU counts.")
     taints, taint_errors = _spec_items("node_taints", node_taints, specs.Taint)
     toleration_specs, toleration_errors = _spec_items("tolerations", tolerations,
                                                       specs.Toleration)

@@ -100,6 +100,8 @@ def test_flavor_created_without_a_gpu_model_keeps_previews_and_submits_working(w
     ({"gpu_model": "x" * 129}, "gpu_model"),
     ({"cpu_per_gpu": "1" * 33}, "cpu_per_gpu"),
     ({"memory_per_gpu": "9" * 40}, "memory_per_gpu"),
+    ({"cpu_per_gpu": "123456789012345678901234567891m"}, "cpu_per_gpu"),
+    ({"memory_per_gpu": "9999999Ei"}, "memory_per_gpu"),
 ])
 def test_flavor_that_could_not_be_rendered_is_refused_and_writes_nothing(world, api, extra,
                                                                          field):
