@@ -1,8 +1,33 @@
 """Serializers: the shapes of the REST API (validation of types; rules live in services)."""
 
+from collections.abc import Mapping
+
 from rest_framework import serializers
 
 from portal.models import Cohort, GpuFlavor, Membership, QuotaGrant, QuotaRequest, Team
+
+
+class StrictSerializer(serializers.Serializer):
+    """A request body whose unknown keys are refused, each named: ``{"key": ["Unknown
+    field 'key'."]}`` (with any other field errors). A misspelt optional key such as
+    ``borrowing_limit`` would otherwise be dropped silently and its default used."""
+
+    def to_internal_value(self, data):
+        """Field errors and unknown keys, reported together (400)."""
+        errors: dict = {}
+        values = None
+        try:
+            values = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if not isinstance(exc.detail, dict):
+                raise
+            errors.update(exc.detail)
+        if isinstance(data, Mapping):
+            for key in sorted(set(data) - set(self.fields)):
+                errors[key] = [f"Unknown field '{key}'."]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return values
 
 
 class FlavorSerializer(serializers.ModelSerializer):
@@ -17,7 +42,7 @@ class FlavorSerializer(serializers.ModelSerializer):
                   "node_labels", "node_taints", "tolerations"]
 
 
-class FlavorCreateSerializer(serializers.Serializer):
+class FlavorCreateSerializer(StrictSerializer):
     """``POST /api/v1/flavors/`` (staff)."""
 
     cluster = serializers.CharField(help_text="cluster name")
@@ -45,7 +70,7 @@ class CohortSerializer(serializers.ModelSerializer):
         fields = ["name", "cluster", "parent", "weight"]
 
 
-class CohortCreateSerializer(serializers.Serializer):
+class CohortCreateSerializer(StrictSerializer):
     """``POST /api/v1/cohorts/`` (staff)."""
 
     cluster = serializers.CharField(help_text="cluster name")
@@ -77,7 +102,7 @@ class MemberSerializer(serializers.ModelSerializer):
         fields = ["username", "role"]
 
 
-class MemberWriteSerializer(serializers.Serializer):
+class MemberWriteSerializer(StrictSerializer):
     """``POST /api/v1/teams/{slug}/members/``."""
 
     username = serializers.CharField()
@@ -97,7 +122,7 @@ class TeamSerializer(serializers.ModelSerializer):
         fields = ["slug", "name", "cluster", "cohort", "weight", "quotas", "members"]
 
 
-class TeamCreateSerializer(serializers.Serializer):
+class TeamCreateSerializer(StrictSerializer):
     """``POST /api/v1/teams/`` (staff). ``cluster`` defaults to the only cluster."""
 
     slug = serializers.CharField(max_length=200)
@@ -129,7 +154,7 @@ class TeamFilterSerializer(serializers.Serializer):
     team = serializers.CharField(required=False, allow_blank=True, help_text="team slug")
 
 
-class QuotaRequestCreateSerializer(serializers.Serializer):
+class QuotaRequestCreateSerializer(StrictSerializer):
     """``POST /api/v1/quota-requests/``: whole GPUs; ``1.5`` is refused, never rounded."""
 
     team = serializers.CharField(help_text="team slug")
@@ -143,14 +168,14 @@ class QuotaRequestCreateSerializer(serializers.Serializer):
     ends_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
 
-class ApproveSerializer(serializers.Serializer):
+class ApproveSerializer(StrictSerializer):
     """``POST .../approve/``: ``allow_overcommit`` must be true to exceed capacity."""
 
     comment = serializers.CharField(required=False, allow_blank=True, default="")
     allow_overcommit = serializers.BooleanField(default=False)
 
 
-class RejectSerializer(serializers.Serializer):
+class RejectSerializer(StrictSerializer):
     """``POST .../reject/``: a comment is required."""
 
     comment = serializers.CharField()

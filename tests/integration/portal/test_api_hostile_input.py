@@ -177,3 +177,49 @@ def test_quota_request_list_with_a_nul_in_team_is_a_field_error(world, api):
     response = api(world["lead_a"]).get("/api/v1/quota-requests/?team=%00")
     assert response.status_code == 400, response.content
     assert "team" in response.json()
+
+
+def _pending_request(world) -> QuotaRequest:
+    return QuotaRequest.objects.create(team=world["team_a"], flavor=world["h100"],
+                                       requested_by=world["lead_a"], nominal_gpus=4,
+                                       justification="x")
+
+
+@pytest.mark.parametrize(("who", "path", "body", "unknown"), [
+    # A typo for borrowing_limit_gpus: ignored, it asked for unlimited borrowing.
+    ("lead_a", "/api/v1/quota-requests/", _quota_body(borrowing_limit=4), "borrowing_limit"),
+    ("lead_a", "/api/v1/teams/team-a/members/", {"username": "member_b", "rol": "lead"},
+     "rol"),
+    ("staff", "/api/v1/teams/", {"slug": "new-team", "weigth": 3}, "weigth"),
+    ("staff", "/api/v1/flavors/", _flavor_body(node_label={"a": "b"}), "node_label"),
+    ("staff", "/api/v1/cohorts/", {"cluster": "gpu-east", "name": "infra", "parnet": "x"},
+     "parnet"),
+    ("staff", "/api/v1/quota-requests/{id}/approve/", {"allow_overcommmit": True},
+     "allow_overcommmit"),
+    ("staff", "/api/v1/quota-requests/{id}/reject/", {"comment": "no", "x": 1}, "x"),
+])
+def test_unknown_keys_are_refused_naming_them_and_nothing_is_written(world, api, who, path,
+                                                                     body, unknown):
+    request = _pending_request(world)
+    counts = (QuotaRequest.objects.count(), Membership.objects.count(), Team.objects.count(),
+              GpuFlavor.objects.count(), AuditEvent.objects.count())
+    response = api(world[who]).post(path.format(id=request.pk), body, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json() == {unknown: [f"Unknown field '{unknown}'."]}
+    assert counts == (QuotaRequest.objects.count(), Membership.objects.count(),
+                      Team.objects.count(), GpuFlavor.objects.count(),
+                      AuditEvent.objects.count())
+    request.refresh_from_db()
+    assert request.state == "pending"
+
+
+@pytest.mark.parametrize("raw", ["[1, 2]", '"text"', "null", "1"])
+@pytest.mark.parametrize("path", ["/api/v1/quota-requests/", "/api/v1/teams/",
+                                  "/api/v1/flavors/", "/api/v1/cohorts/",
+                                  "/api/v1/teams/team-a/members/"])
+def test_json_that_is_not_an_object_is_a_400(world, api, path, raw):
+    before = (QuotaRequest.objects.count(), Team.objects.count(), Membership.objects.count())
+    response = api(world["staff"]).post(path, raw, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert before == (QuotaRequest.objects.count(), Team.objects.count(),
+                      Membership.objects.count())
