@@ -609,6 +609,8 @@ def job_sync(*, job_id: int, port=None, now: datetime | None = None) -> str | No
         job.timeline = _merge_timeline(list(job.timeline or []), list(status.timeline))
         job.status_synced_at = now
         job.last_error = ""
+        if live is not None and not job.cluster_uid:  # created by a worker that died
+            job.cluster_uid = (live.get("metadata") or {}).get("uid", "")
         job.save()
     if job.cancel_requested_at is not None and live is not None:
         _enqueue_on_commit("job_cancel_task", job_id)
@@ -650,8 +652,9 @@ def jobs_to_sync() -> list[int]:
 def jobs_sync(*, now: datetime | None = None) -> dict:
     """Sync every job whose status may still change (what ``portal.jobs_sync`` runs).
 
-    Jobs being cancelled whose object is not deleted yet are cancelled again
-    (level-triggered: a lost cancel task loses nothing). One cluster port per
+    Jobs being cancelled whose object is not deleted yet are cancelled again, and
+    ``Submitted`` jobs never seen on the cluster are created (level-triggered: a
+    lost create or cancel task loses nothing). One cluster port per
     cluster. A job whose read fails keeps its ``last_error`` and is retried on
     the next run. Returns ``{"synced", "cancelled", "failed"}``.
     """
@@ -660,7 +663,8 @@ def jobs_sync(*, now: datetime | None = None) -> dict:
     cancelling = set(Job.objects.filter(cancel_requested_at__isnull=False,
                                         deleted_at__isnull=True).values_list("pk", flat=True))
     rows = Job.objects.filter(pk__in=set(jobs_to_sync()) | cancelling).order_by("pk")
-    for job_id, cluster_id in rows.values_list("pk", "team__cluster_id"):
+    for job_id, cluster_id, uid, phase in rows.values_list("pk", "team__cluster_id",
+                                                           "cluster_uid", "phase"):
         try:
             if cluster_id not in ports:
                 ports[cluster_id] = _port(_load(job_id), None)
@@ -668,6 +672,11 @@ def jobs_sync(*, now: datetime | None = None) -> dict:
                 job_cancel_execute(job_id=job_id, port=ports[cluster_id])
                 counts["cancelled"] += 1
             else:
+                if not uid and phase == Job.Phase.SUBMITTED:
+                    # Never seen on the cluster: its portal.job_create may have died with
+                    # a worker (Redis gives an unacked task back only after an hour).
+                    # job_create is idempotent: it creates only what is not there.
+                    job_create(job_id=job_id, port=ports[cluster_id])
                 job_sync(job_id=job_id, port=ports[cluster_id], now=now)
                 counts["synced"] += 1
         except ClusterError as exc:
