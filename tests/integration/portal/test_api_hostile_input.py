@@ -223,3 +223,20 @@ def test_json_that_is_not_an_object_is_a_400(world, api, path, raw):
     assert response.status_code == 400, response.content
     assert before == (QuotaRequest.objects.count(), Team.objects.count(),
                       Membership.objects.count())
+
+
+@pytest.mark.parametrize("path", ["/api/v1/quota-requests/", "/api/v1/teams/",
+                                  "/api/v1/flavors/", "/api/v1/cohorts/", "/api/v1/jobs/",
+                                  "/api/v1/fairness/?flavor=h100"])
+@pytest.mark.parametrize("fmt", ["csv", "xml", "%00"])
+def test_an_unsupported_format_is_a_400_naming_format_not_a_404(world, api, path, fmt):
+    sep = "&" if "?" in path else "?"
+    response = api(world["member_a"]).get(f"{path}{sep}format={fmt}")
+    assert response.status_code == 400, response.content
+    assert "format" in response.json()
+
+
+def test_csv_stays_available_where_it_is_offered(world, api):
+    response = api(world["member_a"]).get("/api/v1/utilization/?format=csv")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/csv")
