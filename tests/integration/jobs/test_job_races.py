@@ -33,7 +33,7 @@ def _together(calls):
 
 
 @pytest.fixture
-def live_world(transactional_db):
+def live_world(transactional_db, unconsumed_queue):
     return build_world()
 
 

@@ -37,6 +37,7 @@ def _together(calls):
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("unconsumed_queue")
 def test_two_concurrent_approvals_write_one_decision(world, api):
     request = _pending(world)
     generation = Cluster.objects.get(pk=world["cluster"].pk).spec_generation
@@ -53,6 +54,7 @@ def test_two_concurrent_approvals_write_one_decision(world, api):
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("unconsumed_queue")
 def test_approve_racing_withdraw_leaves_one_outcome(world, api):
     request = _pending(world)
     codes = _together([
