@@ -159,11 +159,17 @@ def job_check(
         try:
             cpu = cpu or _per_worker(flavor_row.cpu_per_gpu, gpus)
             memory = memory or _per_worker(flavor_row.memory_per_gpu, gpus)
-        except ValueError:  # the flavor's own sizing is broken: the user must say
+        except (ValueError, ArithmeticError):  # the flavor's sizing is unusable (or too
+            # precise to multiply exactly): the user must say
             for field, value in (("cpu_per_worker", cpu), ("memory_per_worker", memory)):
                 if not value:
                     fail(field, f"Flavor '{flavor_row.name}' has no usable per-GPU sizing; "
                                 "give this amount.")
+    for field, value in (("cpu_per_worker", cpu), ("memory_per_worker", memory)):
+        limit = Job._meta.get_field(field).max_length
+        if isinstance(value, str) and len(value) > limit:
+            fail(field, f"At most {limit} characters, got {len(value)}.")
+            cpu, memory = (None, memory) if field == "cpu_per_worker" else (cpu, None)
     annotations = ()
     try:
         annotations = qjobs.sim_annotations(duration_seconds=sim_duration_seconds,
@@ -711,6 +717,8 @@ def _store_status(job_id: int, live: dict | None, status, partly_since, now: dat
         job.partly_placed_since = partly_since
         job.status_synced_at = now
         job.last_error = ""
+        if live is not None and not job.cluster_uid:  # created by a worker that died
+            job.cluster_uid = (live.get("metadata") or {}).get("uid", "")
         job.save()
     if job.cancel_requested_at is not None and live is not None:
         _enqueue_on_commit("job_cancel_task", job_id)
@@ -863,8 +871,9 @@ def jobs_to_sync() -> list[int]:
 def jobs_sync(*, now: datetime | None = None) -> dict:
     """Sync every job whose status may still change (what ``portal.jobs_sync`` runs).
 
-    Jobs being cancelled whose object is not deleted yet are cancelled again
-    (level-triggered: a lost cancel task loses nothing). The others are read a
+    Jobs being cancelled whose object is not deleted yet are cancelled again, and
+    ``Submitted`` jobs never seen on the cluster are created (level-triggered: a
+    lost create or cancel task loses nothing). The others are read a
     namespace at a time (:class:`_NamespaceListing`): a fixed number of requests
     per namespace and pass whatever the number of jobs in it (Kueue, one job
     kind, a queued job: list the jobs, the Workloads, the events about jobs and
@@ -893,6 +902,11 @@ def jobs_sync(*, now: datetime | None = None) -> dict:
             elif not job.manifest:
                 counts["synced"] += 1  # nothing to read
             else:
+                if not job.cluster_uid and job.phase == Job.Phase.SUBMITTED:
+                    # Never seen on the cluster: its portal.job_create may have died with
+                    # a worker (Redis gives an unacked task back only after an hour).
+                    # job_create is idempotent: it creates only what is not there.
+                    job_create(job_id=job.pk, port=ports[cluster.pk])
                 namespaces.setdefault((cluster.pk, _job_ref(job)[3]), []).append(job)
         except ClusterError as exc:
             log.warning("sync of job %s failed: %s", job.pk, exc)
