@@ -66,8 +66,45 @@ class ClusterAdmin(admin.ModelAdmin):
             transaction.on_commit(lambda: reconcile_cluster_task.delay(obj.pk))
 
 
+class GpuFlavorForm(forms.ModelForm):
+    """Refuses a flavor that could not be rendered (``catalog.flavor_spec_check``): one
+    such row would break every reconcile, preview and job submission of its cluster."""
+
+    class Meta:
+        model = models.GpuFlavor
+        fields = ["cluster", "name", "gpu_resource", "gpu_model", "node_labels", "node_taints",
+                  "tolerations", "physical_gpus", "time_slicing_replicas", "gpus_per_node",
+                  "cpu_per_gpu", "memory_per_gpu"]
+
+    def clean(self):
+        data = super().clean()
+        names = ("name", "gpu_resource", "gpu_model", "physical_gpus", "time_slicing_replicas",
+                 "cpu_per_gpu", "memory_per_gpu", "node_labels", "node_taints", "tolerations")
+        if self.errors or any(n not in data for n in names):
+            return data
+        values = {n: data[n] for n in names}
+        for name, empty in (("node_labels", {}), ("node_taints", []), ("tolerations", [])):
+            values[name] = values[name] or empty
+        if not isinstance(values["node_labels"], dict):
+            self.add_error("node_labels", "Expected an object of string keys and values.")
+            return data
+        for name in ("node_taints", "tolerations"):
+            if not isinstance(values[name], list):
+                self.add_error(name, "Expected a list of objects.")
+                return data
+        try:
+            catalog.flavor_spec_check(**values)
+        except ValidationError as exc:
+            for field, messages_ in exc.message_dict.items():
+                head = field.split("[", 1)[0]
+                self.add_error(head if head in self.fields else None,
+                               [m if head == field else f"{field}: {m}" for m in messages_])
+        return data
+
+
 @admin.register(models.GpuFlavor)
 class GpuFlavorAdmin(BumpsClusterAdmin):
+    form = GpuFlavorForm
     list_display = ("name", "cluster", "gpu_resource", "gpu_model", "physical_gpus",
                     "time_slicing_replicas")
     list_filter = ("cluster",)

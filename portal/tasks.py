@@ -193,7 +193,9 @@ def job_create_task(job_id: int) -> dict:
     """Create job ``job_id``'s suspended manifest on its cluster (enqueued on submit).
 
     Returns ``{"job_id", "outcome"}`` with outcome ``created``/``exists``/
-    ``skipped``/``failed`` (see :func:`portal.services.jobs.job_create`).
+    ``cancelled``/``skipped``/``failed`` (see :func:`portal.services.jobs.job_create`;
+    ``cancelled``: a cancel recorded before or during the create, whatever exists
+    of the job is deleted).
     Transient cluster errors are retried with backoff and jitter; the job is
     then read back once (``portal.job_sync``). Idempotent: an existing job is
     never applied again.

@@ -404,20 +404,22 @@ class KubernetesCluster:
             raise
         return True
 
-    def list_events(self, namespace: str, involved_name: str,
+    def list_events(self, namespace: str, involved_name: str = "",
                     involved_kind: str = "") -> list[dict]:
-        """core/v1 Events in ``namespace`` about the object named ``involved_name``.
+        """core/v1 Events in ``namespace`` about the object named ``involved_name``
+        (every object of ``involved_kind`` when the name is empty: one request for a
+        whole namespace).
 
-        Uses the field selector ``involvedObject.name=<name>`` (plus
-        ``involvedObject.kind`` when given), oldest first by ``lastTimestamp``
-        (else ``eventTime``, ``firstTimestamp``, creation time).
+        Uses the field selectors ``involvedObject.name=<name>`` and
+        ``involvedObject.kind=<kind>`` for whichever is given, oldest first by
+        ``lastTimestamp`` (else ``eventTime``, ``firstTimestamp``, creation time).
         """
-        selector = f"involvedObject.name={involved_name}"
-        if involved_kind:
-            selector += f",involvedObject.kind={involved_kind}"
+        terms = [f"involvedObject.name={involved_name}" if involved_name else "",
+                 f"involvedObject.kind={involved_kind}" if involved_kind else ""]
+        selector = ",".join(t for t in terms if t) or None
         resource = self._resource("v1", "Event")
         listing = self._call(
-            f"list events of {namespace}/{involved_name}",
+            f"list events of {namespace}/{involved_name or involved_kind or '*'}",
             lambda: resource.get(namespace=namespace, field_selector=selector,
                                  _request_timeout=self._timeout),
         ).to_dict()

@@ -538,6 +538,29 @@ def workload_name(kind: str, job_name: str, job_uid: str, *, max_length: int = 2
     return f"{prefix}-{digest[:5]}"
 
 
+def index_workloads(workloads: Sequence[dict]) -> dict[str, dict]:
+    """``{job uid: Workload}`` over ``workloads`` (one pass), for reading many jobs of a
+    namespace from one listing.
+
+    Keyed by every ``ownerReferences[].uid`` and the ``kueue.x-k8s.io/job-uid``
+    label of each Workload; for a uid with several Workloads (a re-created one),
+    the newest by ``creationTimestamp``, as :func:`workload_for_job` picks. A
+    job with no uid is looked up with :func:`workload_for_job` instead.
+    """
+    index: dict[str, dict] = {}
+    for wl in workloads:
+        wmeta = wl.get("metadata") or {}
+        uids = {ref.get("uid") for ref in wmeta.get("ownerReferences") or ()}
+        uids.add((wmeta.get("labels") or {}).get(JOB_UID_LABEL))
+        created = wmeta.get("creationTimestamp") or ""
+        for uid in uids - {None, ""}:
+            known = index.get(uid)
+            if known is None or created > ((known.get("metadata") or {})
+                                           .get("creationTimestamp") or ""):
+                index[uid] = wl
+    return index
+
+
 def workload_for_job(workloads: Sequence[dict], job: dict) -> dict | None:
     """The Workload (dict) among ``workloads`` that Kueue created for ``job``, or ``None``.
 

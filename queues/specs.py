@@ -86,6 +86,8 @@ BORROW_WITHIN_COHORT_POLICIES = ("Never", "LowerPriority")
 
 #: ResourceFlavor ``nodeTaints`` and ``tolerations`` have ``maxItems: 8``.
 _MAX_FLAVOR_TAINTS = 8
+#: ResourceFlavor ``spec.nodeLabels`` ``maxProperties`` (Kueue CRD).
+_MAX_FLAVOR_LABELS = 8
 #: Highest value a user-defined PriorityClass may take (kube-apiserver rule).
 _HIGHEST_USER_PRIORITY = 1_000_000_000
 _INT32_MIN = -(2**31)
@@ -309,6 +311,8 @@ class FlavorSpec:
             raise SpecError(
                 "node_labels", f"must be a mapping of str to str, got {self.node_labels!r}"
             )
+        if len(self.node_labels) > _MAX_FLAVOR_LABELS:
+            raise SpecError("node_labels", f"at most {_MAX_FLAVOR_LABELS} node labels")
         labels = {}
         for key, value in sorted(self.node_labels.items()):
             _check_qualified_name(key, f"node_labels[{key!r}]")

@@ -60,7 +60,9 @@ __all__ = [
     "REASONS",
     "SCHEDULER_NAME",
     "TERMINATE",
+    "gang_running",
     "interpret_volcano",
+    "is_partly_placed",
     "podgroup_name",
     "queue_refusal",
     "render_command",
@@ -341,6 +343,43 @@ def _running_gpus(job: Mapping[str, Any], per_pod: Mapping[str, int], running: i
     return running * (max(per_pod.values()) if per_pod else 0)
 
 
+#: vcjob phases in which a gang is not being placed (running whole, restarting, or over).
+_NOT_PLACING = frozenset({"Running", "Restarting", "Completing", "Completed", "Failed",
+                          "Aborting", "Aborted", "Terminating", "Terminated"})
+
+
+def gang_running(job: Mapping[str, Any] | None,
+                 podgroup: Mapping[str, Any] | None) -> tuple[int, int]:
+    """``(running pods, minAvailable)`` of a gang, from the live vcjob and its PodGroup.
+
+    Running = the larger of the vcjob's ``status.running`` and the PodGroup's
+    ``status.running`` (the job controller and the scheduler update them at
+    different times); minAvailable = the vcjob's ``spec.minAvailable``, else
+    every pod of its tasks. ``(0, 0)`` for no vcjob. Pure; never raises on odd input.
+    """
+    pods = _gang(job or {})[0]
+    try:
+        min_available = int(((job or {}).get("spec") or {}).get("minAvailable") or pods or 0)
+        running = max(int(((job or {}).get("status") or {}).get("running") or 0),
+                      int(((podgroup or {}).get("status") or {}).get("running") or 0))
+    except (TypeError, ValueError):
+        return 0, pods
+    return running, min_available
+
+
+def is_partly_placed(job: Mapping[str, Any] | None, podgroup: Mapping[str, Any] | None) -> bool:
+    """True when some but fewer than ``minAvailable`` pods of the gang run
+    (``0 < running < minAvailable``, see :func:`gang_running`) and the vcjob is not
+    ``Running``, restarting or over (the phases in which :func:`interpret_volcano`
+    applies its partly-placed rule): the state whose duration
+    :data:`PARTLY_PLACED_AFTER` limits."""
+    phase = ((((job or {}).get("status") or {}).get("state") or {}).get("phase")) or ""
+    if job is None or podgroup is None or phase in _NOT_PLACING:
+        return False
+    running, min_available = gang_running(job, podgroup)
+    return 0 < running < min_available
+
+
 def _condition(obj: Mapping[str, Any] | None, kind: str) -> dict | None:
     for cond in ((obj or {}).get("status") or {}).get("conditions") or ():
         if isinstance(cond, dict) and cond.get("type") == kind:
@@ -379,8 +418,10 @@ def interpret_volcano(
     * ``now``: aware ``datetime``; ``cancelled``: the portal cancelled it;
     * ``queue``: the team's live Queue, to explain a closed queue;
     * ``partly_placed_since``: when the portal first saw the gang partly
-      placed, if it knows; else the vcjob's ``status.state.lastTransitionTime``
-      (when it entered its current phase) is used.
+      placed (:func:`is_partly_placed`; ``Job.partly_placed_since``, stored by
+      ``job_sync``); only when it is ``None`` is the vcjob's
+      ``status.state.lastTransitionTime`` used (when it entered its current
+      phase, which can be long before its first pod ran).
 
     Rules, first match wins: vcjob ``Completed``/``Completing`` -> Succeeded;
     ``Failed`` -> Failed (with the state's reason/message);
@@ -400,9 +441,8 @@ def interpret_volcano(
     state = job_status.get("state") or {}
     phase = state.get("phase") or ""
     pods, gpus, per_pod = _gang(job or {})
-    min_available = int(((job or {}).get("spec") or {}).get("minAvailable") or pods or 0)
+    running, min_available = gang_running(job, podgroup)
     pg_status = (podgroup or {}).get("status") or {}
-    running = max(int(job_status.get("running") or 0), int(pg_status.get("running") or 0))
     since = parse_time(state.get("lastTransitionTime"))
     restarts = int(job_status.get("retryCount") or 0)
     common: dict[str, Any] = {

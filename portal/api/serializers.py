@@ -1,8 +1,33 @@
 """Serializers: the shapes of the REST API (validation of types; rules live in services)."""
 
+from collections.abc import Mapping
+
 from rest_framework import serializers
 
 from portal.models import Cohort, GpuFlavor, Membership, QuotaGrant, QuotaRequest, Team
+
+
+class StrictSerializer(serializers.Serializer):
+    """A request body whose unknown keys are refused, each named: ``{"key": ["Unknown
+    field 'key'."]}`` (with any other field errors). A misspelt optional key such as
+    ``borrowing_limit`` would otherwise be dropped silently and its default used."""
+
+    def to_internal_value(self, data):
+        """Field errors and unknown keys, reported together (400)."""
+        errors: dict = {}
+        values = None
+        try:
+            values = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if not isinstance(exc.detail, dict):
+                raise
+            errors.update(exc.detail)
+        if isinstance(data, Mapping):
+            for key in sorted(set(data) - set(self.fields)):
+                errors[key] = [f"Unknown field '{key}'."]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return values
 
 
 class FlavorSerializer(serializers.ModelSerializer):
@@ -17,7 +42,7 @@ class FlavorSerializer(serializers.ModelSerializer):
                   "node_labels", "node_taints", "tolerations"]
 
 
-class FlavorCreateSerializer(serializers.Serializer):
+class FlavorCreateSerializer(StrictSerializer):
     """``POST /api/v1/flavors/`` (staff)."""
 
     cluster = serializers.CharField(help_text="cluster name")
@@ -45,7 +70,7 @@ class CohortSerializer(serializers.ModelSerializer):
         fields = ["name", "cluster", "parent", "weight"]
 
 
-class CohortCreateSerializer(serializers.Serializer):
+class CohortCreateSerializer(StrictSerializer):
     """``POST /api/v1/cohorts/`` (staff)."""
 
     cluster = serializers.CharField(help_text="cluster name")
@@ -77,7 +102,7 @@ class MemberSerializer(serializers.ModelSerializer):
         fields = ["username", "role"]
 
 
-class MemberWriteSerializer(serializers.Serializer):
+class MemberWriteSerializer(StrictSerializer):
     """``POST /api/v1/teams/{slug}/members/``."""
 
     username = serializers.CharField()
@@ -97,11 +122,11 @@ class TeamSerializer(serializers.ModelSerializer):
         fields = ["slug", "name", "cluster", "cohort", "weight", "quotas", "members"]
 
 
-class TeamCreateSerializer(serializers.Serializer):
+class TeamCreateSerializer(StrictSerializer):
     """``POST /api/v1/teams/`` (staff). ``cluster`` defaults to the only cluster."""
 
     slug = serializers.CharField(max_length=200)
-    name = serializers.CharField(required=False, allow_blank=True, default="")
+    name = serializers.CharField(required=False, allow_blank=True, default="", max_length=200)
     cluster = serializers.CharField(required=False, allow_null=True, default=None)
     cohort = serializers.CharField(required=False, allow_null=True, default=None)
     weight = serializers.DecimalField(max_digits=8, decimal_places=3, default=1, min_value=0)
@@ -123,7 +148,13 @@ class QuotaRequestSerializer(serializers.ModelSerializer):
                   "reviewed_at", "expired_at"]
 
 
-class QuotaRequestCreateSerializer(serializers.Serializer):
+class TeamFilterSerializer(serializers.Serializer):
+    """``?team=<slug>`` of a list: any text PostgreSQL can compare (no NUL)."""
+
+    team = serializers.CharField(required=False, allow_blank=True, help_text="team slug")
+
+
+class QuotaRequestCreateSerializer(StrictSerializer):
     """``POST /api/v1/quota-requests/``: whole GPUs; ``1.5`` is refused, never rounded."""
 
     team = serializers.CharField(help_text="team slug")
@@ -137,14 +168,14 @@ class QuotaRequestCreateSerializer(serializers.Serializer):
     ends_at = serializers.DateTimeField(required=False, allow_null=True, default=None)
 
 
-class ApproveSerializer(serializers.Serializer):
+class ApproveSerializer(StrictSerializer):
     """``POST .../approve/``: ``allow_overcommit`` must be true to exceed capacity."""
 
     comment = serializers.CharField(required=False, allow_blank=True, default="")
     allow_overcommit = serializers.BooleanField(default=False)
 
 
-class RejectSerializer(serializers.Serializer):
+class RejectSerializer(StrictSerializer):
     """``POST .../reject/``: a comment is required."""
 
     comment = serializers.CharField()

@@ -60,7 +60,12 @@ class UtilizationQuery(serializers.Serializer):
 
     def validate(self, attrs):
         until = attrs.get("until") or timezone.now()
-        since = attrs.get("since") or until - DEFAULT_SPAN
+        try:
+            since = attrs.get("since") or until - DEFAULT_SPAN
+        except OverflowError:  # until in the first days of year 1
+            raise serializers.ValidationError(
+                {"until": [f"Too early: the default since is {DEFAULT_SPAN.days} days "
+                           "before until."]}) from None
         if since >= until:
             raise serializers.ValidationError({"until": ["Must be later than since."]})
         if until - since > timedelta(days=3660):

@@ -45,6 +45,7 @@ class FlavorViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     serializer_class = s.FlavorSerializer
     queryset = GpuFlavor.objects.select_related("cluster").order_by("cluster__name", "name")
     lookup_field = "name"
+    lookup_value_regex = r"[^/.\x00]+"  # a NUL cannot be in a name (PostgreSQL text refuses it)
 
     @extend_schema(request=s.FlavorCreateSerializer, responses={201: s.FlavorSerializer})
     def create(self, request):
@@ -82,7 +83,7 @@ class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
 
     serializer_class = s.TeamSerializer
     lookup_field = "slug"
-    lookup_value_regex = "[^/]+"
+    lookup_value_regex = r"[^/\x00]+"  # a NUL cannot be in a slug (PostgreSQL text refuses it)
 
     def get_queryset(self):
         """Visible teams, with grants and members prefetched (fixed query count)."""
@@ -121,7 +122,7 @@ class TeamViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
         return Response(s.MemberSerializer(membership).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={204: None})
-    @action(detail=True, methods=["delete"], url_path=r"members/(?P<username>[^/]+)")
+    @action(detail=True, methods=["delete"], url_path=r"members/(?P<username>[^/\x00]+)")
     def remove_member(self, request, slug=None, username=None):
         """Remove a member (the team's lead or staff)."""
         team = self.get_object()
@@ -134,6 +135,7 @@ class QuotaRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     """Quota requests of the caller's teams (staff: all), and their review."""
 
     serializer_class = s.QuotaRequestSerializer
+    lookup_value_regex = "[0-9]+"  # ids only: "abc" is 404, not a failed integer lookup
 
     def get_queryset(self):
         """Visible requests, filtered by ``?team=<slug>`` and ``?state=``."""
@@ -151,6 +153,7 @@ class QuotaRequestViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin,
     ])
     def list(self, request, *args, **kwargs):
         """List requests; ``?state=`` must be one of the states."""
+        s.TeamFilterSerializer(data=request.query_params).is_valid(raise_exception=True)
         state = request.query_params.get("state")
         if state and state not in QuotaRequest.State.values:
             raise ValidationError({"state": f"'{state}' is not one of "

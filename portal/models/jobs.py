@@ -36,6 +36,9 @@ class Job(models.Model):
     (3 or more preemptions within 60 minutes), ``timeline`` (list of
     ``{at, source, type, reason, message}``), timestamps, ``cluster_uid`` (the
     job object's uid), ``last_error`` (the last cluster error).
+    ``partly_placed_since`` (Volcano): when ``job_sync`` first saw the gang with some
+    but fewer than ``minAvailable`` pods running (``None`` otherwise); the clock of
+    "gang partly placed" (:data:`queues.volcano_jobs.PARTLY_PLACED_AFTER`).
     ``deleted_at`` is set once the job object is gone from the cluster (cancel);
     its name may then be reused.
     """
@@ -97,6 +100,7 @@ class Job(models.Model):
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
     status_synced_at = models.DateTimeField(null=True, blank=True)
+    partly_placed_since = models.DateTimeField(null=True, blank=True)
 
     manifest = models.JSONField(null=True, blank=True)
     cluster_uid = models.CharField(max_length=64, blank=True)

@@ -40,11 +40,15 @@ GrantOverride = dict[tuple[int, int], tuple[int, int | None, int | None]]
 
 
 def flavor_spec(flavor: GpuFlavor) -> specs.FlavorSpec:
-    """One :class:`GpuFlavor` row as a :class:`queues.specs.FlavorSpec`."""
+    """One :class:`GpuFlavor` row as a :class:`queues.specs.FlavorSpec`.
+
+    A row without a GPU model (the field is optional) is named by its GPU resource,
+    as the pages do: the model is for people and is rendered nowhere.
+    """
     return specs.FlavorSpec(
         name=flavor.name,
         gpu_resource=flavor.gpu_resource,
-        gpu_model=flavor.gpu_model,
+        gpu_model=flavor.gpu_model or flavor.gpu_resource,
         node_labels=dict(flavor.node_labels or {}),
         node_taints=tuple(specs.Taint(**t) for t in flavor.node_taints or ()),
         tolerations=tuple(specs.Toleration(**t) for t in flavor.tolerations or ()),

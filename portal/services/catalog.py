@@ -1,5 +1,6 @@
 """What staff onboard: clusters, GPU flavors, cohorts, priority classes."""
 
+import dataclasses
 from decimal import Decimal
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -18,8 +19,14 @@ from portal.services.teams import (
     volcano_queue_name,
     weight_value,
 )
+from queues import quantity, specs
+from queues.specs import SpecError
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+#: The largest quantity Kubernetes keeps exactly (int64 base units); a per-GPU sizing
+#: above it cannot be multiplied by GPU counts into a quota.
+QUANTITY_MAX = Decimal(2**63 - 1)
 
 
 def _staff_only(actor, what: str) -> None:
@@ -50,6 +57,72 @@ def _taints(field: str, value) -> list[dict]:
                 {f"{field}[{index}].effect": f"Effect must be one of {', '.join(TAINT_EFFECTS)}."}
             )
     return value
+
+
+def _spec_items(field: str, items: list, spec_class) -> tuple[list, dict[str, str]]:
+    """Build ``spec_class`` (Taint, Toleration) from each dict of ``items``; errors by item."""
+    known = {f.name for f in dataclasses.fields(spec_class)}
+    built, errors = [], {}
+    for index, item in enumerate(items):
+        where = f"{field}[{index}]"
+        if not isinstance(item, dict):
+            errors[where] = f"Expected an object with keys {', '.join(sorted(known))}."
+            continue
+        unknown = sorted(set(item) - known)
+        if unknown:
+            errors[where] = (f"Unknown key(s) {', '.join(map(repr, unknown))}; "
+                             f"expected {', '.join(sorted(known))}.")
+            continue
+        try:
+            built.append(spec_class(**item))
+        except SpecError as exc:
+            errors[f"{where}.{exc.field}"] = exc.message
+    return built, errors
+
+
+def flavor_spec_check(*, name: str, gpu_resource: str, gpu_model: str, physical_gpus: int,
+                      time_slicing_replicas: int, cpu_per_gpu: str, memory_per_gpu: str,
+                      node_labels: dict, node_taints: list, tolerations: list) -> None:
+    """Refuse flavor values that could not be rendered into a ResourceFlavor.
+
+    Every flavor of a cluster is rendered for every reconcile, preview and job
+    submission, so one unrenderable row would break them all: the values are checked
+    with :class:`queues.specs.FlavorSpec` (label syntax, at most 8 labels, taints and
+    tolerations by the core rules) and against the columns' lengths before anything is
+    written. Raises :class:`ValidationError` naming the field (``node_taints[0].key``).
+    """
+    errors: dict[str, str] = {}
+    for field, value in (("gpu_model", gpu_model), ("cpu_per_gpu", cpu_per_gpu),
+                         ("memory_per_gpu", memory_per_gpu)):
+        limit = GpuFlavor._meta.get_field(field).max_length
+        if len(value or "") > limit:
+            errors[field] = f"At most {limit} characters, got {len(value)}."
+    for field, value in (("cpu_per_gpu", cpu_per_gpu), ("memory_per_gpu", memory_per_gpu)):
+        try:
+            too_big = quantity.parse(value) > QUANTITY_MAX
+        except ValueError:
+            continue  # quantity_string reports it
+        if too_big and field not in errors:
+            errors[field] = (f"'{value}' is more than Kubernetes can hold (2^63-1 base units); "
+                             "quotas multiply it by GPU counts.")
+    taints, taint_errors = _spec_items("node_taints", node_taints, specs.Taint)
+    toleration_specs, toleration_errors = _spec_items("tolerations", tolerations,
+                                                      specs.Toleration)
+    errors.update(taint_errors)
+    errors.update(toleration_errors)
+    if not errors:
+        try:
+            specs.FlavorSpec(
+                name=name, gpu_resource=gpu_resource, gpu_model=gpu_model or gpu_resource,
+                node_labels=node_labels, node_taints=tuple(taints),
+                tolerations=tuple(toleration_specs), physical_gpus=physical_gpus,
+                time_slicing_replicas=time_slicing_replicas, cpu_per_gpu=cpu_per_gpu,
+                memory_per_gpu=memory_per_gpu)
+        except SpecError as exc:
+            head = exc.field.split("[", 1)[0]
+            errors[head] = exc.message if head == exc.field else f"{exc.field}: {exc.message}"
+    if errors:
+        raise ValidationError(errors)
 
 
 @transaction.atomic
@@ -133,7 +206,8 @@ def flavor_create(
     """Staff add a GPU flavor (Kueue ResourceFlavor) to a cluster.
 
     ``physical_gpus`` counts physical GPUs; ``time_slicing_replicas`` >= 1;
-    ``cpu_per_gpu``/``memory_per_gpu`` are quantities. Raises ValidationError
+    ``cpu_per_gpu``/``memory_per_gpu`` are quantities; labels, taints and
+    tolerations must render (:func:`flavor_spec_check`). Raises ValidationError
     naming the field.
     """
     _staff_only(actor, "GPU flavors")
@@ -156,6 +230,10 @@ def flavor_create(
     tolerations = tolerations or []
     if not isinstance(tolerations, list):
         raise ValidationError({"tolerations": "Expected a list of tolerations."})
+    flavor_spec_check(name=name, gpu_resource=gpu_resource, gpu_model=gpu_model,
+                      physical_gpus=physical, time_slicing_replicas=replicas,
+                      cpu_per_gpu=cpu_per_gpu, memory_per_gpu=memory_per_gpu,
+                      node_labels=labels, node_taints=taints, tolerations=tolerations)
     if GpuFlavor.objects.filter(cluster=cluster, name=name).exists():
         raise ValidationError({"name": f"Flavor '{name}' already exists in '{cluster.name}'."})
     flavor = GpuFlavor.objects.create(

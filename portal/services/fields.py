@@ -11,12 +11,17 @@ from queues import quantity
 #: "٣", and ``lstrip("-")`` would accept "--5", which ``int()`` then refuses.
 _WHOLE = re.compile(r"-?[0-9]+")
 
+#: The largest count a column can store: PostgreSQL ``integer``, which Django's
+#: ``PositiveIntegerField`` uses (GPU counts, workers, seconds).
+MAX_COUNT = 2**31 - 1
+
 
 def whole_count(field: str, value: Any, *, allow_none: bool = False) -> int | None:
-    """Return ``value`` as a non-negative whole number (GPUs, workers, seconds).
+    """Return ``value`` as a whole number 0..:data:`MAX_COUNT` (GPUs, workers, seconds).
 
     ``1.5`` or ``"1.5"`` is an error naming ``field``, never rounded; ``True`` is
-    not a number; ``None`` passes only with ``allow_none`` (meaning "no limit").
+    not a number; ``None`` passes only with ``allow_none`` (meaning "no limit");
+    a number above :data:`MAX_COUNT` (what the database column holds) is an error.
     Raises :class:`ValidationError` ``{field: message}``.
     """
     if value is None or value == "":
@@ -37,6 +42,8 @@ def whole_count(field: str, value: Any, *, allow_none: bool = False) -> int | No
         raise ValidationError({field: f"{value!r} is not a whole number."})
     if value < 0:
         raise ValidationError({field: f"{value} is negative; it must be 0 or more."})
+    if value > MAX_COUNT:
+        raise ValidationError({field: f"{value} is too large; it must be at most {MAX_COUNT}."})
     return value
 
 

@@ -256,7 +256,7 @@ def idle_flag_reclaim(*, actor, flag: IdleFlag, now: datetime | None = None) -> 
     if not access.is_staff(actor):
         raise PermissionDenied("Only platform staff can reclaim GPUs.")
     with transaction.atomic():
-        locked = IdleFlag.objects.select_for_update().select_related("job__team").get(
+        locked = IdleFlag.objects.select_for_update(of=("self",)).select_related("job__team").get(
             pk=flag.pk)
         if locked.state not in IdleFlag.LIVE_STATES:
             raise ValidationError({"flag": f"This flag is {locked.state}; nothing to reclaim."})

@@ -33,6 +33,7 @@ from queues import jobs as qjobs
 from queues import quantity
 from queues import volcano_jobs as vjobs
 from queues.errors import ClusterError, PermanentError
+from queues.render.labels import JOB_LABEL, KIND_JOB, KIND_LABEL, managed_selector
 from queues.specs import SpecError
 
 log = logging.getLogger(__name__)
@@ -158,11 +159,17 @@ def job_check(
         try:
             cpu = cpu or _per_worker(flavor_row.cpu_per_gpu, gpus)
             memory = memory or _per_worker(flavor_row.memory_per_gpu, gpus)
-        except ValueError:  # the flavor's own sizing is broken: the user must say
+        except (ValueError, ArithmeticError):  # the flavor's sizing is unusable (or too
+            # precise to multiply exactly): the user must say
             for field, value in (("cpu_per_worker", cpu), ("memory_per_worker", memory)):
                 if not value:
                     fail(field, f"Flavor '{flavor_row.name}' has no usable per-GPU sizing; "
                                 "give this amount.")
+    for field, value in (("cpu_per_worker", cpu), ("memory_per_worker", memory)):
+        limit = Job._meta.get_field(field).max_length
+        if isinstance(value, str) and len(value) > limit:
+            fail(field, f"At most {limit} characters, got {len(value)}.")
+            cpu, memory = (None, memory) if field == "cpu_per_worker" else (cpu, None)
     annotations = ()
     try:
         annotations = qjobs.sim_annotations(duration_seconds=sim_duration_seconds,
@@ -362,14 +369,24 @@ def job_create(*, job_id: int, port=None) -> str:
     """Create job ``job_id``'s manifest on the cluster (``portal.job_create``).
 
     Returns ``"created"``, ``"exists"`` (already there: nothing written, so a
-    job Kueue has since unsuspended is never suspended again), ``"skipped"``
-    (gone, final or being cancelled) or ``"failed"`` (permanent error, recorded:
-    phase ``Failed``, reason ``CreateFailed``). Raises
+    job Kueue has since unsuspended is never suspended again), ``"cancelled"``
+    (a cancel was recorded before the create ran or while it was in flight: the
+    job is handed to :func:`job_cancel_execute`, which deletes whatever exists
+    of it, so a create racing a cancel leaves nothing on the cluster),
+    ``"skipped"`` (gone, final or no manifest) or ``"failed"`` (permanent error,
+    recorded: phase ``Failed``, reason ``CreateFailed``). The cancel state is
+    read again under the job's row lock after the apply: a cancel recorded
+    after that read finds the object on the cluster. Raises
     :class:`queues.errors.TransientError` (recorded in ``last_error``) for the
     task to retry.
     """
     job = _load(job_id)
-    if job is None or job.is_final or job.cancel_requested_at or not job.manifest:
+    if job is None or not job.manifest:
+        return "skipped"
+    if job.cancel_requested_at is not None:
+        job_cancel_execute(job_id=job_id, port=port)
+        return "cancelled"
+    if job.is_final:
         return "skipped"
     api_version, kind, name, namespace = _job_ref(job)
     port = _port(job, port)
@@ -390,8 +407,31 @@ def job_create(*, job_id: int, port=None) -> str:
         Job.objects.filter(pk=job_id).update(last_error=str(exc)[:_MAX_ERROR])
         raise
     uid = (live.get("metadata") or {}).get("uid", "")
-    Job.objects.filter(pk=job_id).update(cluster_uid=uid, last_error="")
+    with transaction.atomic():
+        locked = Job.objects.select_for_update().filter(pk=job_id).first()
+        cancelled = locked is None or locked.cancel_requested_at is not None
+        if not cancelled:
+            locked.cluster_uid, locked.last_error = uid, ""
+            locked.save(update_fields=["cluster_uid", "last_error"])
+    if cancelled:  # cancelled while the apply was in flight
+        if locked is None:
+            _delete_leftover(port, job)
+        else:
+            job_cancel_execute(job_id=job_id, port=port)
+        return "cancelled"
     return outcome
+
+
+def _delete_leftover(port, job: Job) -> bool:
+    """Delete the job's object if it exists and is this job's (its ``portal.gpu/job``
+    label is ``job.pk``: a later job of the team may reuse the name). ``True`` if
+    deleted. Raises :class:`queues.errors.ClusterError`."""
+    api_version, kind, name, namespace = _job_ref(job)
+    live = port.get(api_version, kind, name, namespace)
+    labels = ((live or {}).get("metadata") or {}).get("labels") or {}
+    if live is None or labels.get(JOB_LABEL) != str(job.pk):
+        return False
+    return port.delete_background(api_version, kind, name, namespace)
 
 
 def _workload_of(port, live: dict, namespace: str) -> dict | None:
@@ -409,12 +449,17 @@ def job_cancel_execute(*, job_id: int, port=None) -> str:
     phase becomes ``Cancelled`` - unless it had already finished, which the
     last status read decides. Returns ``"cancelled"`` or ``"skipped"``
     (nothing asked, or already done). Idempotent: a retry after a failed
-    delete does not deactivate twice. Raises :class:`TransientError` for the
-    task to retry.
+    delete does not deactivate twice. Once done (``deleted_at`` set), a run
+    still deletes whatever exists of the job (a create that was in flight
+    during the cancel; see :func:`job_create`) and records it in the timeline
+    and an audit event ``job.leftover_deleted``. Raises
+    :class:`TransientError` for the task to retry.
     """
     job = _load(job_id)
-    if job is None or job.cancel_requested_at is None or job.deleted_at is not None:
+    if job is None or job.cancel_requested_at is None:
         return "skipped"
+    if job.deleted_at is not None:
+        return _cancel_leftover(job, _port(job, port))
     if job.manifest and job.manifest.get("apiVersion") == vjobs.JOB_API_VERSION:
         return _volcano_cancel(job, _port(job, port))
     api_version, kind, name, namespace = _job_ref(job)
@@ -450,6 +495,33 @@ def job_cancel_execute(*, job_id: int, port=None) -> str:
         job.save()
         audit_record(actor=None, action="job.cancelled", target=job, team=job.team,
                      before={"phase": before}, after={"phase": job.phase})
+    return "cancelled"
+
+
+def _cancel_leftover(job: Job, port) -> str:
+    """The cancel is done, yet the job's object may exist (created by a create task that
+    was in flight): delete it outright - nothing will sync this job again. Returns
+    ``"cancelled"`` if something was deleted, else ``"skipped"``."""
+    if not job.manifest:
+        return "skipped"
+    try:
+        deleted = _delete_leftover(port, job)
+    except ClusterError as exc:
+        Job.objects.filter(pk=job.pk).update(last_error=str(exc)[:_MAX_ERROR])
+        raise
+    if not deleted:
+        return "skipped"
+    now = timezone.now()
+    detail = "A job created while the cancel ran was deleted."
+    with transaction.atomic():
+        job = Job.objects.select_for_update(of=("self",)).select_related("team").get(pk=job.pk)
+        job.timeline = _merge_timeline(list(job.timeline or []), [{
+            "source": "Portal", "type": "Cancelled", "status": "True", "reason": "Cancelled",
+            "message": detail, "time": _rfc3339(now)}])
+        job.last_error = ""
+        job.save(update_fields=["timeline", "last_error"])
+        audit_record(actor=None, action="job.leftover_deleted", target=job, team=job.team,
+                     before={"phase": job.phase}, after={"deleted": job.manifest["kind"]})
     return "cancelled"
 
 
@@ -512,20 +584,24 @@ def _volcano_cancel(job: Job, port) -> str:
     return step
 
 
-def _volcano_status(port, job: Job, live: dict | None, now: datetime):
-    """Read the vcjob's PodGroup and Queue, and explain them (:func:`interpret_volcano`)."""
-    podgroup = queue = None
-    if live is not None:
-        meta = live.get("metadata") or {}
-        if meta.get("uid"):
-            podgroup = port.get(vjobs.PODGROUP_API_VERSION, "PodGroup",
-                                vjobs.podgroup_name(meta["name"], meta["uid"]),
-                                meta.get("namespace"))
-        queue_name = (live.get("spec") or {}).get("queue")
-        if queue_name:
-            queue = port.get(vjobs.QUEUE_API_VERSION, "Queue", queue_name)
-    return vjobs.interpret_volcano(job=live, podgroup=podgroup, now=now, queue=queue,
-                                   cancelled=job.cancel_requested_at is not None)
+def _volcano_interpret(job: Job, live: dict | None, podgroup: dict | None, queue: dict | None,
+                       now: datetime):
+    """``(JobStatus, partly_placed_since)`` of a vcjob from what was read.
+
+    ``partly_placed_since`` is when the portal first saw the gang partly placed
+    (``0 < running < minAvailable``, :func:`queues.volcano_jobs.is_partly_placed`):
+    the stored ``job.partly_placed_since``, or ``now`` on the first such read;
+    ``None`` when the gang is not partly placed (the clock is cleared). It is the
+    clock of :data:`queues.volcano_jobs.PARTLY_PLACED_AFTER`, not the vcjob's phase
+    transition time.
+    """
+    since = None
+    if vjobs.is_partly_placed(live, podgroup):
+        since = job.partly_placed_since or now
+    status = vjobs.interpret_volcano(job=live, podgroup=podgroup, now=now, queue=queue,
+                                     cancelled=job.cancel_requested_at is not None,
+                                     partly_placed_since=since)
+    return status, since
 
 
 def _rfc3339(value: datetime) -> str:
@@ -547,49 +623,75 @@ def _merge_timeline(old: list[dict], new: list[dict]) -> list[dict]:
                                                   str(e.get("source") or "")))
 
 
-def job_sync(*, job_id: int, port=None, now: datetime | None = None) -> str | None:
-    """Read job ``job_id``, its Workload, events and queue position; store the status.
+@dataclass
+class _Reads:
+    """What a status read found of one job: the live object (``None``: absent) and,
+    for Kueue, its Workload, the events about both (oldest first) and its 0-based
+    queue position; for Volcano, its PodGroup and Queue."""
 
-    Reads (through the cluster port): the Job/JobSet, the namespace's
-    Workloads, the events about the job and its Workload, and the LocalQueue's
-    pending workloads from Kueue's visibility API (for the 0-based queue
-    position). :func:`queues.jobs.interpret_kueue` turns them into the phase,
-    reason, message, admitted flavor, preemptions and timeline; preemption
-    times and timeline entries from earlier reads are kept (Kueue keeps only
-    the latest condition). Returns the new phase, or ``None`` when there is
-    nothing to read (no manifest, or deleted on cancel). A job being cancelled
-    whose object still exists gets its cancel re-enqueued (level-triggered).
-    Raises :class:`TransientError` for the task to retry.
+    live: dict | None
+    workload: dict | None = None
+    events: list = dataclasses.field(default_factory=list)
+    position: int | None = None
+    podgroup: dict | None = None
+    queue: dict | None = None
+
+
+def _read_job(port, job: Job) -> _Reads:
+    """Read one job from the cluster, request by request (:func:`job_sync`).
+
+    Kueue: the job, the namespace's Workloads, the events about the job and about
+    its Workload, the LocalQueue's pending workloads (only while not admitted):
+    5 requests. Volcano: the vcjob, its PodGroup and its Queue: 3 requests.
     """
-    job = _load(job_id)
-    if job is None or not job.manifest or job.deleted_at is not None:
-        return None
-    now = now or timezone.now()
     api_version, kind, name, namespace = _job_ref(job)
-    port = _port(job, port)
-    workload, events, position, status = None, [], None, None
-    try:
-        live = port.get(api_version, kind, name, namespace)
-        if live is None and (not job.cluster_uid or job.is_final):
-            return job.phase  # not created yet (job_create will), or over and gone
-        if api_version == vjobs.JOB_API_VERSION:
-            status = _volcano_status(port, job, live, now)
-        elif live is not None:
-            workload = _workload_of(port, live, namespace)
-            events = port.list_events(namespace, name, kind)
-            if workload is not None:
-                wl_name = workload["metadata"]["name"]
-                events += port.list_events(namespace, wl_name, "Workload")
-                if not (workload.get("status") or {}).get("admission"):
-                    position = _queue_position(port, live, namespace, wl_name)
-    except ClusterError as exc:
-        Job.objects.filter(pk=job_id).update(last_error=str(exc)[:_MAX_ERROR])
-        raise
+    reads = _Reads(live=port.get(api_version, kind, name, namespace))
+    live = reads.live
+    if live is None or not _needs_reading(job, live):
+        return reads
+    if api_version == vjobs.JOB_API_VERSION:
+        meta = live.get("metadata") or {}
+        if meta.get("uid"):
+            reads.podgroup = port.get(vjobs.PODGROUP_API_VERSION, "PodGroup",
+                                      vjobs.podgroup_name(meta["name"], meta["uid"]),
+                                      meta.get("namespace"))
+        queue_name = (live.get("spec") or {}).get("queue")
+        if queue_name:
+            reads.queue = port.get(vjobs.QUEUE_API_VERSION, "Queue", queue_name)
+        return reads
+    reads.workload = _workload_of(port, live, namespace)
+    reads.events = port.list_events(namespace, name, kind)
+    if reads.workload is not None:
+        wl_name = reads.workload["metadata"]["name"]
+        reads.events += port.list_events(namespace, wl_name, "Workload")
+        if not (reads.workload.get("status") or {}).get("admission"):
+            lq = _local_queue(live)
+            reads.position = _position_in(
+                _pending_or_none(port, namespace, lq) if lq else None, wl_name)
+    return reads
+
+
+def _needs_reading(job: Job, live: dict | None) -> bool:
+    """False when there is nothing to read about the job: not created yet (``job_create``
+    will) or over and gone."""
+    return live is not None or (bool(job.cluster_uid) and not job.is_final)
+
+
+def _interpret(job: Job, reads: _Reads, now: datetime):
+    """``(JobStatus, partly_placed_since)`` from what was read (pure)."""
+    if job.manifest["apiVersion"] == vjobs.JOB_API_VERSION:
+        return _volcano_interpret(job, reads.live, reads.podgroup, reads.queue, now)
     known = [t for t in (qjobs.parse_time(v) for v in job.preemption_times or []) if t]
-    if status is None:
-        status = qjobs.interpret_kueue(
-            job=live, workload=workload, events=events, queue_position=position, now=now,
-            cancelled=job.cancel_requested_at is not None, known_preemption_times=known)
+    return qjobs.interpret_kueue(
+        job=reads.live, workload=reads.workload, events=reads.events,
+        queue_position=reads.position, now=now,
+        cancelled=job.cancel_requested_at is not None, known_preemption_times=known), None
+
+
+def _store_status(job_id: int, live: dict | None, status, partly_since, now: datetime) -> str:
+    """Write ``status`` (a :class:`queues.jobs.JobStatus`) on the job under its row lock;
+    re-enqueue the cancel of a job being cancelled whose object still exists. Returns
+    the phase."""
     with transaction.atomic():
         job = Job.objects.select_for_update().get(pk=job_id)
         if job.deleted_at is not None or job.is_final:
@@ -612,34 +714,148 @@ def job_sync(*, job_id: int, port=None, now: datetime | None = None) -> str | No
         job.last_preemptor = status.preemptor or job.last_preemptor
         job.preemption_loop = status.preemption_loop
         job.timeline = _merge_timeline(list(job.timeline or []), list(status.timeline))
+        job.partly_placed_since = partly_since
         job.status_synced_at = now
         job.last_error = ""
+        if live is not None and not job.cluster_uid:  # created by a worker that died
+            job.cluster_uid = (live.get("metadata") or {}).get("uid", "")
         job.save()
     if job.cancel_requested_at is not None and live is not None:
         _enqueue_on_commit("job_cancel_task", job_id)
     return job.phase
 
 
-def _queue_position(port, live: dict, namespace: str, workload_name: str) -> int | None:
-    """0-based position of the Workload in its LocalQueue (visibility API), ``None`` if absent.
+def job_sync(*, job_id: int, port=None, now: datetime | None = None) -> str | None:
+    """Read job ``job_id``, its Workload, events and queue position; store the status.
 
-    The visibility API answers 404 when the LocalQueue is missing or the API is
-    not served: the position is then unknown, not an error of the job.
+    Reads (through the cluster port, :func:`_read_job`): the Job/JobSet, the
+    namespace's Workloads, the events about the job and its Workload, and the
+    LocalQueue's pending workloads from Kueue's visibility API (for the 0-based
+    queue position). :func:`queues.jobs.interpret_kueue` turns them into the
+    phase, reason, message, admitted flavor, preemptions and timeline;
+    preemption times and timeline entries from earlier reads are kept (Kueue
+    keeps only the latest condition). A Volcano job reads the vcjob, its
+    PodGroup and its Queue (:func:`queues.volcano_jobs.interpret_volcano`); when
+    the gang is partly placed, ``partly_placed_since`` keeps the time of the
+    first such read (cleared once it is not). ``now``: aware ``datetime`` of the
+    read (default the current time). Returns the new phase, or ``None`` when
+    there is nothing to read (no manifest, or deleted on cancel). A job being
+    cancelled whose object still exists gets its cancel re-enqueued
+    (level-triggered). Raises :class:`TransientError` for the task to retry.
+    The periodic :func:`jobs_sync` reads whole namespaces instead.
     """
-    local_queue = ((live.get("metadata") or {}).get("labels") or {}).get(qjobs.QUEUE_NAME_LABEL)
-    if not local_queue:
+    job = _load(job_id)
+    if job is None or not job.manifest or job.deleted_at is not None:
         return None
+    now = now or timezone.now()
+    port = _port(job, port)
     try:
-        pending = port.pending_workloads(namespace, local_queue)
+        reads = _read_job(port, job)
+    except ClusterError as exc:
+        Job.objects.filter(pk=job_id).update(last_error=str(exc)[:_MAX_ERROR])
+        raise
+    if not _needs_reading(job, reads.live):
+        return job.phase  # not created yet (job_create will), or over and gone
+    status, partly_since = _interpret(job, reads, now)
+    return _store_status(job_id, reads.live, status, partly_since, now)
+
+
+def _local_queue(live: dict) -> str:
+    return ((live.get("metadata") or {}).get("labels") or {}).get(qjobs.QUEUE_NAME_LABEL) or ""
+
+
+def _pending_or_none(port, namespace: str, local_queue: str) -> list[dict] | None:
+    """The LocalQueue's pending workloads (visibility API), ``None`` when it answers 404
+    (LocalQueue missing or the API not served: positions unknown, not an error)."""
+    try:
+        return port.pending_workloads(namespace, local_queue)
     except PermanentError as exc:
         if exc.status == 404:
             return None
         raise
-    for index, item in enumerate(pending):
+
+
+def _position_in(pending: list[dict] | None, workload_name: str) -> int | None:
+    """0-based position of ``workload_name`` among ``pending``, ``None`` if absent."""
+    for index, item in enumerate(pending or ()):
         if (item.get("metadata") or {}).get("name") == workload_name:
             position = item.get("positionInLocalQueue")
             return int(position) if isinstance(position, int) else index
     return None
+
+
+class _NamespaceListing:
+    """One pass's reads of a namespace, shared by every job synced in it (:func:`jobs_sync`).
+
+    Kueue: the portal's jobs of each kind present (one list per kind, selected by
+    the portal's job labels), the Workloads (one list, indexed by owner uid with
+    :func:`queues.jobs.index_workloads`), the events about jobs and about
+    Workloads (one list per involved kind), and each LocalQueue's pending
+    workloads (one read per LocalQueue, only when a job is not admitted).
+    Volcano: the vcjobs (one list), the PodGroups (one list) and each Queue
+    (one read per queue). The request count depends on the kinds present in the
+    namespace, not on the number of jobs. A job with a uid missing from the
+    listing (say its labels were edited) is read on its own before it is called
+    gone. Raises :class:`queues.errors.ClusterError`.
+    """
+
+    def __init__(self, port, namespace: str, jobs: list[Job]) -> None:
+        self.port, self.namespace = port, namespace
+        kinds = sorted({(j.manifest["apiVersion"], j.manifest["kind"]) for j in jobs})
+        selector = f"{managed_selector()},{KIND_LABEL}={KIND_JOB}"
+        self.live: dict[tuple[str, str, str], dict] = {}
+        for api_version, kind in kinds:
+            for obj in port.list(api_version, kind, selector, namespace):
+                self.live[(api_version, kind, obj["metadata"]["name"])] = obj
+        kueue_kinds = [kind for api_version, kind in kinds if api_version != vjobs.JOB_API_VERSION]
+        self.workloads: dict[str, dict] = {}
+        self.events: dict[tuple[str, str], list[dict]] = {}
+        if kueue_kinds:
+            self.workloads = qjobs.index_workloads(port.list_workloads(namespace))
+            for kind in [*kueue_kinds, "Workload"]:
+                for event in port.list_events(namespace, involved_kind=kind):
+                    involved = event.get("involvedObject") or {}
+                    self.events.setdefault((kind, involved.get("name") or ""), []).append(event)
+        self.podgroups: dict[str, dict] = {}
+        if any(api_version == vjobs.JOB_API_VERSION for api_version, _ in kinds):
+            self.podgroups = {pg["metadata"]["name"]: pg for pg in port.list(
+                vjobs.PODGROUP_API_VERSION, "PodGroup", "", namespace)}
+        self._pending: dict[str, list[dict] | None] = {}
+        self._queues: dict[str, dict | None] = {}
+
+    def reads(self, job: Job) -> _Reads:
+        """The :class:`_Reads` of ``job`` from the listing (a read or two more at most per
+        LocalQueue or Queue, cached)."""
+        api_version, kind, name, _ = _job_ref(job)
+        live = self.live.get((api_version, kind, name))
+        if live is None and job.cluster_uid and not job.is_final:
+            live = self.port.get(api_version, kind, name, self.namespace)
+        reads = _Reads(live=live)
+        if live is None or not _needs_reading(job, live):
+            return reads
+        meta = live.get("metadata") or {}
+        if api_version == vjobs.JOB_API_VERSION:
+            if meta.get("uid"):
+                reads.podgroup = self.podgroups.get(vjobs.podgroup_name(name, meta["uid"]))
+            queue_name = (live.get("spec") or {}).get("queue")
+            if queue_name:
+                if queue_name not in self._queues:
+                    self._queues[queue_name] = self.port.get(vjobs.QUEUE_API_VERSION, "Queue",
+                                                             queue_name)
+                reads.queue = self._queues[queue_name]
+            return reads
+        reads.workload = (self.workloads.get(meta["uid"]) if meta.get("uid")
+                          else qjobs.workload_for_job(list(self.workloads.values()), live))
+        reads.events = list(self.events.get((kind, name), ()))
+        if reads.workload is not None:
+            wl_name = reads.workload["metadata"]["name"]
+            reads.events += self.events.get(("Workload", wl_name), [])
+            if not (reads.workload.get("status") or {}).get("admission"):
+                lq = _local_queue(live)
+                if lq and lq not in self._pending:
+                    self._pending[lq] = _pending_or_none(self.port, self.namespace, lq)
+                reads.position = _position_in(self._pending.get(lq), wl_name)
+        return reads
 
 
 #: Phases whose status can still change on the cluster.
@@ -655,27 +871,65 @@ def jobs_to_sync() -> list[int]:
 def jobs_sync(*, now: datetime | None = None) -> dict:
     """Sync every job whose status may still change (what ``portal.jobs_sync`` runs).
 
-    Jobs being cancelled whose object is not deleted yet are cancelled again
-    (level-triggered: a lost cancel task loses nothing). One cluster port per
-    cluster. A job whose read fails keeps its ``last_error`` and is retried on
-    the next run. Returns ``{"synced", "cancelled", "failed"}``.
+    Jobs being cancelled whose object is not deleted yet are cancelled again, and
+    ``Submitted`` jobs never seen on the cluster are created (level-triggered: a
+    lost create or cancel task loses nothing). The others are read a
+    namespace at a time (:class:`_NamespaceListing`): a fixed number of requests
+    per namespace and pass whatever the number of jobs in it (Kueue, one job
+    kind, a queued job: list the jobs, the Workloads, the events about jobs and
+    about Workloads, the LocalQueue's pending workloads = 5 requests), then every
+    job of the namespace is interpreted from the listing and stored as
+    :func:`job_sync` would. One cluster port per cluster. A read that fails
+    records ``last_error`` on the jobs it concerned, which are retried on the
+    next run. Returns ``{"synced", "cancelled", "failed"}``.
     """
+    now = now or timezone.now()
     ports: dict[int, object] = {}
     counts = {"synced": 0, "cancelled": 0, "failed": 0}
     cancelling = set(Job.objects.filter(cancel_requested_at__isnull=False,
                                         deleted_at__isnull=True).values_list("pk", flat=True))
-    rows = Job.objects.filter(pk__in=set(jobs_to_sync()) | cancelling).order_by("pk")
-    for job_id, cluster_id in rows.values_list("pk", "team__cluster_id"):
+    rows = (Job.objects.filter(pk__in=set(jobs_to_sync()) | cancelling)
+            .select_related("team", "team__cluster", "flavor").order_by("pk"))
+    namespaces: dict[tuple[int, str], list[Job]] = {}
+    for job in rows:
+        cluster = job.team.cluster
         try:
-            if cluster_id not in ports:
-                ports[cluster_id] = _port(_load(job_id), None)
-            if job_id in cancelling:
-                job_cancel_execute(job_id=job_id, port=ports[cluster_id])
+            if cluster.pk not in ports:
+                ports[cluster.pk] = _port(job, None)
+            if job.pk in cancelling:
+                job_cancel_execute(job_id=job.pk, port=ports[cluster.pk])
                 counts["cancelled"] += 1
+            elif not job.manifest:
+                counts["synced"] += 1  # nothing to read
             else:
-                job_sync(job_id=job_id, port=ports[cluster_id], now=now)
-                counts["synced"] += 1
+                if not job.cluster_uid and job.phase == Job.Phase.SUBMITTED:
+                    # Never seen on the cluster: its portal.job_create may have died with
+                    # a worker (Redis gives an unacked task back only after an hour).
+                    # job_create is idempotent: it creates only what is not there.
+                    job_create(job_id=job.pk, port=ports[cluster.pk])
+                namespaces.setdefault((cluster.pk, _job_ref(job)[3]), []).append(job)
         except ClusterError as exc:
-            log.warning("sync of job %s failed: %s", job_id, exc)
+            log.warning("sync of job %s failed: %s", job.pk, exc)
             counts["failed"] += 1
+    for (cluster_id, namespace), jobs in namespaces.items():
+        try:
+            listing = _NamespaceListing(ports[cluster_id], namespace, jobs)
+        except ClusterError as exc:
+            log.warning("listing namespace %s failed: %s", namespace, exc)
+            Job.objects.filter(pk__in=[j.pk for j in jobs]).update(
+                last_error=str(exc)[:_MAX_ERROR])
+            counts["failed"] += len(jobs)
+            continue
+        for job in jobs:
+            try:
+                reads = listing.reads(job)
+            except ClusterError as exc:
+                log.warning("sync of job %s failed: %s", job.pk, exc)
+                Job.objects.filter(pk=job.pk).update(last_error=str(exc)[:_MAX_ERROR])
+                counts["failed"] += 1
+                continue
+            if _needs_reading(job, reads.live):
+                status, partly_since = _interpret(job, reads, now)
+                _store_status(job.pk, reads.live, status, partly_since, now)
+            counts["synced"] += 1
     return counts

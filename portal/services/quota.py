@@ -99,9 +99,8 @@ def quota_request_create(
 
 
 def _locked_pending(request: QuotaRequest) -> QuotaRequest:
-    locked = QuotaRequest.objects.select_for_update().select_related("team", "flavor").get(
-        pk=request.pk
-    )
+    locked = (QuotaRequest.objects.select_for_update(of=("self",))
+              .select_related("team", "flavor").get(pk=request.pk))
     if locked.state != QuotaRequest.State.PENDING:
         raise ValidationError({"state": f"Request #{locked.pk} is {locked.state}, not pending."})
     return locked
@@ -214,7 +213,7 @@ def grant_expire(*, now: datetime | None = None) -> int:
     for grant_id in list(due):
         with transaction.atomic():
             grant = (
-                QuotaGrant.objects.select_for_update()
+                QuotaGrant.objects.select_for_update(of=("self",))
                 .select_related("temporary_request", "team")
                 .filter(pk=grant_id, temporary_request__ends_at__lte=now)
                 .first()

@@ -18,6 +18,7 @@ from portal.selectors.teams import TeamPage, team_page, teams_for_user
 from portal.services.quota import quota_request_create, quota_request_withdraw
 from portal.services.teams import membership_remove, membership_set
 from portal.views.fairness import team_fairness_chart
+from portal.views.utilization import team_utilization_panel
 
 
 def _page_or_404(request: HttpRequest, slug: str) -> TeamPage:
@@ -36,6 +37,7 @@ def _render_team(request, page: TeamPage, *, quota_form=None, member_form=None, 
         "page": page, "team": page.team, "quota_form": quota_form, "member_form": member_form,
         "cluster_state": team_cluster_state(team=page.team),
         "fairness_chart": team_fairness_chart(team=page.team, flavors=page.flavors),
+        "utilization": team_utilization_panel(team=page.team),
     }, status=status)
 
 

@@ -91,6 +91,21 @@ def _showback_sentences(slug, days) -> list[str]:
     return out
 
 
+def team_utilization_panel(*, team) -> dict:
+    """The team page's utilization panel: the last 7 days' allocated-vs-busy GPUs
+    (hourly) and GPU-hours showback by day (figures as :func:`portal.charts` dicts),
+    the showback CSV URL and how many of the team's jobs hold an open or snoozed
+    idle flag. A fixed number of queries (the two charts' reads and one count)."""
+    now = timezone.now()
+    timeline, showback = _team_charts(team, now - DEFAULT_SPAN, now, now)
+    return {
+        "timeline": timeline, "showback": showback,
+        "csv_url": reverse("utilization") + f"?team={team.slug}&format=csv",
+        "idle_flags": IdleFlag.objects.filter(job__team=team,
+                                              state__in=IdleFlag.LIVE_STATES).count(),
+    }
+
+
 @login_required
 def team_utilization(request: HttpRequest, slug: str) -> HttpResponse:
     """``GET /teams/<slug>/utilization/``: allocated vs busy GPUs over time, GPU-hours

@@ -65,13 +65,16 @@ def kube_emulator(_kube_emulator_server, kubeconfig_path, settings):
 
 
 @pytest.fixture(scope="session")
-def celery_worker_process(django_db_setup, django_db_blocker, kubeconfig_path):
+def celery_worker_process(django_db_setup, django_db_blocker, kubeconfig_path,
+                          tmp_path_factory):
     """A real ``celery worker`` process consuming a private queue from Redis.
 
     It runs against the test database that pytest-django created, so tasks see
     rows that ``transactional_db`` tests committed. Yields the queue name; the
     test process publishes there (``task_default_queue`` is switched for the
-    session). The worker is stopped at the end of the session.
+    session). The worker is stopped at the end of the session. Its log goes to
+    ``worker.log`` in a session temp folder (a pipe nobody reads would fill up
+    after ~64 KiB of log and block the worker mid-task).
     """
     from portal.celery import app
 
@@ -84,11 +87,13 @@ def celery_worker_process(django_db_setup, django_db_blocker, kubeconfig_path):
     env["CELERY_TASK_DEFAULT_QUEUE"] = queue
     env["KUBECONFIG"] = str(kubeconfig_path)
     env.pop("KUBE_CONTEXT", None)
+    log_path = tmp_path_factory.mktemp("worker") / "worker.log"
+    log = log_path.open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo",
          "--loglevel=INFO", "-Q", queue, "--without-gossip", "--without-mingle",
          "--without-heartbeat", f"--hostname={queue}@%h"],
-        cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
     )
     previous = app.conf.task_default_queue
     app.conf.task_default_queue = queue
@@ -96,7 +101,7 @@ def celery_worker_process(django_db_setup, django_db_blocker, kubeconfig_path):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                pytest.fail(f"celery worker exited early:\n{proc.stdout.read()}")
+                pytest.fail(f"celery worker exited early:\n{log_path.read_text()}")
             replies = app.control.ping(destination=[f"{queue}@{os.uname().nodename}"], timeout=1)
             if replies:
                 break
@@ -110,6 +115,7 @@ def celery_worker_process(django_db_setup, django_db_blocker, kubeconfig_path):
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+        log.close()
 
 
 @pytest.fixture(scope="session")
@@ -125,3 +131,22 @@ def prometheus():
 
     with DcgmEndpoint() as endpoint, start_prometheus(endpoint) as server:
         yield server
+
+
+@pytest.fixture
+def unconsumed_queue():
+    """Tasks published during the test go to a private queue that no worker consumes,
+    emptied afterwards: for tests of committed transactions (``transactional_db``) that
+    check only what the web process writes, so the session's worker (``celery_worker_process``)
+    is never handed their on-commit tasks for rows that are flushed after the test."""
+    from portal.celery import app
+
+    queue = f"unconsumed-{uuid.uuid4().hex[:8]}"
+    previous = app.conf.task_default_queue
+    app.conf.task_default_queue = queue
+    try:
+        yield queue
+    finally:
+        app.conf.task_default_queue = previous
+        with app.connection_for_write() as conn:
+            conn.default_channel.queue_delete(queue)

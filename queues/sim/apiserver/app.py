@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 
 import yaml
 
-from .controls import Counters, Fault, Faults
+from .controls import GATE_TIMEOUT, Counters, Fault, Faults
 from .errors import ApiError, bad_request
 from .registry import BUILTIN_TYPES, Registry, ResourceType, load_crds
 from .store import APPLY_PATCH, Store
@@ -183,6 +183,8 @@ class Emulator:
             self.counters.record_access(verb, *rbac, user=user)
         fault = self.faults.take(method, path)
         if fault is not None:
+            if fault.gate is not None:
+                fault.gate.wait(GATE_TIMEOUT)
             if fault.delay:
                 time.sleep(fault.delay)
             if fault.drop:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+#: Longest a request waits on a fault's ``gate`` (seconds) before it goes on anyway.
+GATE_TIMEOUT = 60.0
 
 
 @dataclass
@@ -21,7 +23,12 @@ class Fault:
     only the delay); ``count``: how many matching requests it hits (None = until
     cleared); ``delay``: seconds to sleep before answering; ``drop``: close the
     connection without answering; ``retry_after``: seconds for a Retry-After
-    header; ``reason``/``message``: the Status fields.
+    header; ``reason``/``message``: the Status fields; ``gate``: a
+    :class:`threading.Event` the request waits for (at most :data:`GATE_TIMEOUT`
+    seconds) before it is served or faulted - a test holds a request in flight
+    at a known point and releases it with ``gate.set()`` (Python only, not
+    settable over the /_emulator/faults endpoint). ``hits`` counts the matching
+    requests so far (a gated request has arrived once ``hits`` grows).
     """
 
     method: str = "*"
@@ -35,10 +42,12 @@ class Fault:
     message: str | None = None
     id: int = 0
     hits: int = field(default=0)
+    gate: threading.Event | None = None
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Fault:
-        """Build from the JSON the /_emulator/faults endpoint accepts (same field names)."""
+    def from_dict(cls, data: dict[str, Any], *, gate: threading.Event | None = None) -> Fault:
+        """Build from the JSON the /_emulator/faults endpoint accepts (same field names);
+        ``gate`` only from Python (see :class:`Fault`)."""
         allowed = {"method", "path", "status", "count", "delay", "drop", "retry_after",
                    "reason", "message"}
         unknown = set(data) - allowed - {"retryAfter"}
@@ -47,15 +56,17 @@ class Fault:
         kwargs = {k: v for k, v in data.items() if k in allowed}
         if "retryAfter" in data:
             kwargs["retry_after"] = data["retryAfter"]
-        fault = cls(**kwargs)
+        fault = cls(**kwargs, gate=gate)
         re.compile(fault.path)
-        if fault.status is None and not fault.drop and not fault.delay:
-            raise ValueError("a fault needs status, drop or delay")
+        if fault.status is None and not fault.drop and not fault.delay and gate is None:
+            raise ValueError("a fault needs status, drop, delay or gate")
         return fault
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready description including ``id`` and ``hits``."""
-        return dict(self.__dict__)
+        """JSON-ready description including ``id`` and ``hits`` (``gate``: whether one is set)."""
+        data = dict(self.__dict__)
+        data["gate"] = self.gate is not None
+        return data
 
 
 class Faults:
@@ -69,12 +80,12 @@ class Faults:
     def add(self, method: str = "*", path: str = ".*", status: int | None = None, *,
             count: int | None = 1, delay: float = 0.0, drop: bool = False,
             retry_after: int | None = None, reason: str | None = None,
-            message: str | None = None) -> Fault:
+            message: str | None = None, gate: threading.Event | None = None) -> Fault:
         """Register a fault (see :class:`Fault`); returns it (with its ``id``)."""
         fault = Fault.from_dict({
             "method": method, "path": path, "status": status, "count": count, "delay": delay,
             "drop": drop, "retry_after": retry_after, "reason": reason, "message": message,
-        })
+        }, gate=gate)
         return self.add_fault(fault)
 
     def add_fault(self, fault: Fault) -> Fault:

@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from portal.models import Cluster, Cohort, GpuFlavor, Membership, PriorityClass, QuotaGrant, Team
+from tests.integration.reconcile.conftest import start_worker  # noqa: F401 - shared fixture
 
 
 def build_world() -> dict:

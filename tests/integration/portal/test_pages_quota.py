@@ -398,8 +398,9 @@ def _populate(site, n: int):
 
 
 # session + user (2), team with role, grants, members, requests, flavors (5), cluster state (1),
-# the fairness panel: cohorts, teams, grants, jobs of the cluster (4)
-TEAM_PAGE_QUERIES = 12
+# the fairness panel: cohorts, teams, grants, jobs of the cluster (4),
+# the utilization panel: hourly samples, daily showback, idle-flag count (3)
+TEAM_PAGE_QUERIES = 15
 # session + user (2), nav pending count (1), queue (1)
 QUEUE_QUERIES = 4
 # session + user (2), visible teams with role (1), grants (1)

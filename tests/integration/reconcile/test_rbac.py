@@ -175,6 +175,8 @@ def _kueue_flows(world, server, controllers) -> None:
         kueue_sim.record_event(controllers, workloads[item.pk], reason="Pending",
                                message="waiting for quota")
         job_sync_task.delay(item.pk).get(timeout=30)  # workloads, events, visibility API
+    # The periodic sync reads the namespace: its Jobs and JobSets, Workloads, events.
+    assert jobs_sync_task.delay().get(timeout=30) == {"synced": 2, "cancelled": 0, "failed": 0}
     synced = {j.pk: j for j in Job.objects.filter(pk__in=workloads)}
     assert {j.phase for j in synced.values()} == {"Queued"}
     assert sorted(j.queue_position for j in synced.values()) == [0, 1]
@@ -214,6 +216,8 @@ def _volcano_flows(world, server, controllers) -> None:
     volcano_sim.set_podgroup(controllers, live, phase="Running", running=2, scheduled=True)
     volcano_sim.set_job_state(controllers, live, phase="Running", running=2)
     job_sync_task.delay(job.pk).get(timeout=30)  # vcjob, PodGroup, Queue
+    # The periodic sync lists the namespace's vcjobs and PodGroups.
+    assert jobs_sync_task.delay().get(timeout=30) == {"synced": 1, "cancelled": 0, "failed": 0}
     assert Job.objects.get(pk=job.pk).phase == "Running"
 
     # Idle reclaim: an AbortJob Command. Before Volcano consumes it, the owner cancels: the
@@ -273,9 +277,9 @@ def test_cluster_role_grants_exactly_what_the_portal_uses_on_both_backends(
     assert ("delete", "", "namespaces") not in role
     assert ("get", "kueue.x-k8s.io", "workloads") not in role
     assert not {t for t in role if t[0] in ("update", "watch", "deletecollection", "*")}
-    # 5 verbs on 8 reconciled resources, 4 on namespaces; 4 on each of the 3 job kinds;
-    # workloads 2, pendingworkloads 1, events 1, podgroups 1, commands 2.
-    assert len(role) == 5 * 8 + 4 + 3 * 4 + 2 + 1 + 1 + 1 + 2
+    # 5 verbs on 8 reconciled resources, 4 on namespaces; 5 on each of the 3 job kinds;
+    # workloads 2, pendingworkloads 1, events 1, podgroups 2, commands 2.
+    assert len(role) == 5 * 8 + 4 + 3 * 5 + 2 + 1 + 1 + 2 + 2
 
 
 @pytest.mark.parametrize("kind", ["ClusterQueue", "ResourceQuota"])

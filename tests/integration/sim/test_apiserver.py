@@ -467,6 +467,27 @@ def test_fault_delay(server, dyn):
     assert time.monotonic() - start < 0.5
 
 
+def test_fault_gate_holds_a_request_until_released(server, dyn):
+    import threading
+
+    rf = res(dyn, "ResourceFlavor")
+    gate = threading.Event()
+    fault = server.faults.add("POST", "/resourceflavors$", gate=gate)
+    assert server.faults.list()[0]["gate"] is True  # JSON-ready: whether a gate is set
+    done = []
+    thread = threading.Thread(target=lambda: done.append(dyn.create(rf, body=flavor())))
+    thread.start()
+    deadline = time.monotonic() + 10
+    while fault.hits == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert fault.hits == 1 and done == []
+    assert dyn.get(rf).items == []  # other requests are served meanwhile; nothing created
+    gate.set()
+    thread.join(10)
+    assert [f.metadata.name for f in done] == ["a100"]
+    assert [i.metadata.name for i in dyn.get(rf).items] == ["a100"]
+
+
 def test_dropped_connection_makes_the_client_raise(server, dyn):
     rf = res(dyn, "ResourceFlavor")
     server.faults.add("POST", "/resourceflavors", drop=True, count=1)

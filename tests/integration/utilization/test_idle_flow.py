@@ -211,3 +211,63 @@ def test_webhook_and_reclaim_through_the_worker(transactional_db, kube_emulator,
     # deactivated, never deleted
     assert port.get("kueue.x-k8s.io/v1beta2", "Workload", "job-train-3f2a1", "team-a")
     assert idle_detect(now=now + timedelta(minutes=5)).flagged == []  # not flagged again
+
+
+def test_volcano_reclaim_through_the_worker_aborts_and_keeps_the_vcjob(
+        transactional_db, kube_emulator, celery_worker_process, settings):
+    """Flag -> grace -> staff reclaim on a Volcano cluster: the worker creates an AbortJob
+    ``bus.volcano.sh/v1alpha1`` Command targeting the live vcjob; the vcjob is never deleted
+    and Volcano (played by ``queues.sim.volcano_objects``) leaves it ``Aborted``."""
+    from queues.cluster import KubernetesCluster
+    from queues.jobs import JobSpec
+    from queues.sim import volcano_objects as volcano_sim
+    from queues.volcano_jobs import COMMAND_API_VERSION, JOB_API_VERSION, render_volcano_job
+
+    w = small_world(backend="volcano")
+    port = KubernetesCluster(kubeconfig=settings.KUBECONFIG)
+    port.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})
+    live = port.apply(render_volcano_job(JobSpec(
+        namespace="team-a", local_queue="team-a", job_label=str(w["job"].pk), name="train",
+        image="registry.example/train:1", workers=1, gpus_per_worker=2,
+        gpu_resource="nvidia.com/gpu", flavor="h100", cpu_per_worker="8",
+        memory_per_worker="64Gi")))
+    volcano_sim.create_podgroup(port, live)
+    volcano_sim.set_podgroup(port, live, phase="Running", running=1, scheduled=True)
+    volcano_sim.set_job_state(port, live, phase="Running", running=1)
+
+    now = floor_to(timezone.now(), STEP)
+    history(now, busy_hours_ago=3, hours=4)
+    idle_detect(now=now)
+    flag = IdleFlag.objects.get()
+    assert (flag.job_id, flag.gpus, flag.state) == (w["job"].pk, 2, "open")
+    with pytest.raises(ValidationError, match="grace period"):
+        idle_flag_reclaim(actor=w["staff"], flag=flag, now=now + timedelta(hours=1))
+    assert port.list(COMMAND_API_VERSION, "Command", "", "team-a") == []
+
+    reclaimed = idle_flag_reclaim(actor=w["staff"], flag=flag,
+                                  now=flag.reclaimable_at + timedelta(seconds=1))
+    assert reclaimed.state == "reclaimed"
+    done = wait_for(lambda: AuditEvent.objects.filter(action="job.deactivated").first(),
+                    what="the job.deactivated audit event")
+    assert done.after == {"backend": "volcano", "kind": "Command", "name": "train-abortjob",
+                          "action": "AbortJob"}
+    assert (done.team, done.before) == (w["team"], {"phase": "Running"})
+    (command,) = port.list(COMMAND_API_VERSION, "Command", "", "team-a")
+    assert (command["metadata"]["name"], command["action"], command["reason"]) == (
+        "train-abortjob", "AbortJob", "IdleGPUReclaim")
+    assert command["target"] == {"apiVersion": JOB_API_VERSION, "kind": "Job", "name": "train",
+                                 "uid": live["metadata"]["uid"]}
+    assert command["metadata"]["ownerReferences"][0]["uid"] == live["metadata"]["uid"]
+    decided = AuditEvent.objects.get(action="idle_flag.reclaimed")
+    assert (decided.actor, decided.after["job"]) == (w["staff"], "train")
+
+    # Volcano's job controller executes it: the pods stop, the vcjob stays (Aborted).
+    assert volcano_sim.execute_commands(port, "team-a") == [("AbortJob", "train")]
+    kept = port.get(JOB_API_VERSION, "Job", "train", "team-a")
+    assert kept is not None and kept["metadata"]["uid"] == live["metadata"]["uid"]
+    assert (kept["status"]["state"]["phase"], kept["status"]["state"]["reason"]) == (
+        "Aborted", "IdleGPUReclaim")
+    assert port.list(COMMAND_API_VERSION, "Command", "", "team-a") == []
+    # No delete request ever reached the vcjob.
+    assert "delete" not in kube_emulator.counters.snapshot()["by_resource"].get(
+        "batch.volcano.sh/jobs", {})

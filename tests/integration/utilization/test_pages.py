@@ -49,6 +49,22 @@ def test_team_page_shows_charts_showback_link_and_flags(usage_world, client):
     assert client.get("/teams/team-a/utilization/").status_code == 404
 
 
+def test_team_page_itself_carries_the_utilization_panel(usage_world, client):
+    """The team page (not only its utilization sub-page) shows allocated vs busy GPUs,
+    the showback with its CSV link and how many of its jobs are flagged idle."""
+    collect_hours(1)
+    client.force_login(usage_world["owner"])
+    html = client.get("/teams/team-a/").content.decode()
+    assert 'id="team-utilization"' in html
+    assert 'id="team-alloc-busy" data-figure=' in html
+    assert 'id="team-showback" data-figure=' in html
+    assert 'id="team-showback-csv" href="/api/v1/utilization/?team=team-a&amp;format=csv"' in html
+    assert "no job flagged holding idle GPUs" in html
+    flag(usage_world["jobs"]["eval"])
+    html = client.get("/teams/team-a/").content.decode()
+    assert "<strong>1</strong> job flagged holding idle GPUs" in html
+
+
 def test_snooze_form_and_reclaim_button(usage_world, client, django_capture_on_commit_callbacks):
     f = flag(usage_world["jobs"]["eval"], reclaimable_in=timedelta(hours=-1))
     client.force_login(usage_world["lead_a"])  # not the owner: refused, nothing written

@@ -128,6 +128,23 @@ def test_bad_since_until_name_the_field(usage_world, api):
     assert response.json() == {"until": ["Must be later than since."]}
 
 
+@pytest.mark.parametrize(("params", "field"), [
+    ({"until": "0001-01-01T00:00:00Z"}, "until"),
+    ({"until": "0001-01-03T00:00:00Z"}, "until"),
+    ({"since": "0001-01-01T00:00:00Z", "until": "0001-01-02T00:00:00Z"}, "no-error"),
+    ({"since": "9999-12-30T00:00:00Z", "until": "9999-12-31T23:59:59Z"}, "no-error"),
+    ({"since": "9999-12-31T00:00:00Z"}, "since"),
+])
+def test_dates_at_the_ends_of_the_calendar_name_the_field(usage_world, api, params, field):
+    for extra in ({}, {"format": "csv"}):
+        response = api(usage_world["staff"]).get(URL, {**params, **extra})
+        if field == "no-error":  # the earliest day there is: an empty report, no 500
+            assert response.status_code == 200, response.content
+            continue
+        assert response.status_code == 400, response.content
+        assert field in response.content.decode()
+
+
 def test_csv_showback_by_team_and_day(usage_world, prometheus, api, settings):
     settings.PROMETHEUS_URL = prometheus.url
     start = usage_collect(at=timezone.now()).start

@@ -7,6 +7,7 @@ import pytest
 from queues.jobs import (
     PHASES,
     REASONS,
+    index_workloads,
     interpret_kueue,
     merge_times,
     preemption_loop,
@@ -431,3 +432,19 @@ def test_workload_for_job():
     del no_uid["metadata"]["uid"]
     assert workload_for_job([other], no_uid) is other
     assert workload_for_job([mine], {"kind": "JobSet", "metadata": {"name": "train"}}) is None
+
+
+def test_index_workloads_finds_what_workload_for_job_finds():
+    mine = workload()
+    other = workload()
+    other["metadata"] = {"name": "job-eval-fffff", "ownerReferences": [{"uid": "other"}],
+                         "creationTimestamp": t(1)}
+    by_label = {"metadata": {"name": "x", "labels": {"kueue.x-k8s.io/job-uid": UID},
+                             "creationTimestamp": t(9)}}
+    index = index_workloads([other, mine, by_label, {"metadata": {}}, {}])
+    assert set(index) == {UID, "other"}
+    assert index[UID] is by_label  # newest of the two for the uid
+    assert index["other"] is other
+    for listing in ([other, mine], [other, mine, by_label], [mine, by_label, other]):
+        assert index_workloads(listing).get(UID) is workload_for_job(listing, job())
+    assert index_workloads([]) == {}

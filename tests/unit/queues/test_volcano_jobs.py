@@ -9,7 +9,9 @@ from queues.jobs import JobSpec, JobStatus
 from queues.specs import SpecError
 from queues.volcano_jobs import (
     PARTLY_PLACED_AFTER,
+    gang_running,
     interpret_volcano,
+    is_partly_placed,
     podgroup_name,
     queue_refusal,
     render_command,
@@ -276,3 +278,17 @@ def test_closed_queue_is_explained_and_refused():
     assert queue_refusal({"metadata": {"name": "v"}, "status": {"state": "Open"}}) is None
     assert queue_refusal({"metadata": {"name": "v"}}) is None
     assert "does not exist" in queue_refusal(None)
+
+
+def test_gang_running_and_partly_placed():
+    job = _job("Pending", running=3, tasks={"master": 1, "worker": 2})
+    assert gang_running(job, _podgroup("Inqueue", running=1)) == (3, 4)
+    assert gang_running(_job("Pending"), _podgroup("Inqueue", running=2)) == (2, 4)
+    assert gang_running(None, None) == (0, 0)
+    assert is_partly_placed(job, _podgroup("Inqueue", running=3)) is True
+    assert is_partly_placed(job, None) is False  # no PodGroup yet: not being placed
+    assert is_partly_placed(_job("Pending"), _podgroup("Pending")) is False  # nothing runs
+    assert is_partly_placed(_job("Running", running=4), _podgroup("Running", running=4)) is False
+    # Restarting or over: never "partly placed", whatever the counts say.
+    for phase in ("Restarting", "Aborted", "Completed"):
+        assert is_partly_placed(_job(phase, running=2), _podgroup("Inqueue", running=2)) is False
