@@ -19,18 +19,27 @@ token auth), so the same code replays into the local portal or a remote one:
 How a trace job becomes a portal job (:func:`job_payload`): name
 ``<prefix>-<job_id>`` (``trace-31567``), team ``<format>-<vc>``
 (``philly-6214e9``), ``command: ["sleep", "<duration>"]`` (what the job would
-do on a real cluster), ``max_runtime_seconds`` = the trace duration rounded up
-to whole seconds (the declared run time; the Job API has no other duration
-field), and the trace facts as environment variables for a simulator to read:
-``TRACE_FORMAT``, ``TRACE_JOB_ID``, ``TRACE_VC``, ``TRACE_DURATION_SECONDS``,
-``TRACE_OUTCOME`` (``completed``/``cancelled``/``failed``, drawn).
+do on a real cluster), the simulator's fields ``sim_duration_seconds`` = the
+trace duration rounded up to whole seconds and ``sim_outcome`` =
+:data:`SIM_OUTCOME` of the drawn outcome (``completed`` -> ``Succeeded``,
+``failed`` and ``cancelled`` -> ``Failed``: the simulated cluster ends a job
+only as Succeeded or Failed), so a simulated cluster runs each job for its
+trace duration and ends it as drawn; and the trace facts as environment
+variables: ``TRACE_FORMAT``, ``TRACE_JOB_ID``, ``TRACE_VC``,
+``TRACE_DURATION_SECONDS``, ``TRACE_OUTCOME`` (``completed``/``cancelled``/
+``failed``). ``max_runtime_seconds`` (``activeDeadlineSeconds``) is left unset:
+a deadline equal to the duration would race the job's own end (and a job
+whose duration exceeds its deadline fails with ``DeadlineExceeded``), and the
+trace records no limit.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TextIO
@@ -44,6 +53,10 @@ from queues.traces import TraceJob, gang_shape, nominal_quotas
 
 #: Phases after which a job never changes (``portal.models.Job.FINAL_PHASES``).
 FINAL_PHASES = frozenset({"Succeeded", "Failed", "Cancelled"})
+#: The simulated cluster's outcome (``sim_outcome``) of a trace outcome
+#: (:data:`queues.traces.OUTCOME_MIX`); the simulator knows only Succeeded and Failed,
+#: and a cancelled trace job did not succeed.
+SIM_OUTCOME = {"completed": "Succeeded", "failed": "Failed", "cancelled": "Failed"}
 #: Longest job name the Job API accepts (``queues.jobs.MAX_NAME_LENGTH``).
 MAX_JOB_NAME = 47
 
@@ -74,14 +87,26 @@ class PortalClient:
                  timeout: float = 60.0) -> None:
         self.base = api_url.rstrip("/") + "/"
         self.timeout = timeout
-        self.session = requests.Session()
-        self.session.headers.update({"Authorization": f"Token {token}",
-                                     "Accept": "application/json"})
-        retry = Retry(total=retries, connect=retries, read=0, redirect=0, status=0, other=0,
-                      allowed_methods=None, backoff_factor=backoff, raise_on_status=False)
-        adapter = HTTPAdapter(max_retries=retry)
-        self.session.mount("http://", adapter)
-        self.session.mount("https://", adapter)
+        self._token = token
+        self._retry = Retry(total=retries, connect=retries, read=0, redirect=0, status=0,
+                            other=0, allowed_methods=None, backoff_factor=backoff,
+                            raise_on_status=False)
+        self._local = threading.local()
+
+    @property
+    def session(self) -> requests.Session:
+        """This thread's Session (``requests`` does not promise a Session is safe to share
+        between threads; :func:`submit_jobs` with ``concurrency`` > 1 posts from a pool)."""
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = requests.Session()
+            session.headers.update({"Authorization": f"Token {self._token}",
+                                    "Accept": "application/json"})
+            adapter = HTTPAdapter(max_retries=self._retry)
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
+            self._local.session = session
+        return session
 
     def request(self, method: str, path: str, **kwargs) -> requests.Response:
         """``method`` on ``<api_url>/<path>``; raises :class:`ReplayError` (field
@@ -152,7 +177,8 @@ def job_payload(job: TraceJob, *, fmt: str, flavor: str, gpus_per_node: int, ima
         "workers": workers,
         "gpus_per_worker": per_worker,
         "flavor": flavor,
-        "max_runtime_seconds": seconds,
+        "sim_duration_seconds": seconds,
+        "sim_outcome": SIM_OUTCOME[job.outcome],
     }
     if priority:
         body["priority"] = priority
@@ -286,29 +312,33 @@ def submit_jobs(
     client: PortalClient, jobs: Iterable[TraceJob], *, speed: float,
     payload: Callable[[TraceJob], dict], progress=None,
     clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+    concurrency: int = 1,
 ) -> list[Submission]:
     """POST every job at ``(submit_time - first submit_time) / speed`` seconds after the start.
 
     ``speed``: time compression factor (> 0; 3600 = an hour of trace per
-    second). Jobs go out one after another in trace order; a job whose time
-    has passed goes at once (its lateness is recorded). A refusal (4xx) is
-    recorded with the API's field errors and the replay goes on; a portal
-    that cannot be reached raises :class:`ReplayError`. ``progress``: an
-    object with ``update(n)`` and ``set_postfix_str(s)`` (a tqdm bar) or ``None``.
+    second). Jobs are released in trace order; a job whose time has passed
+    goes at once (its lateness, seconds between its due time and its POST, is
+    recorded). ``concurrency``: POSTs in flight at once (>= 1; a thread pool
+    of that many workers, each with its own Session): with 1 they go one after
+    another; more keep the schedule when one POST takes longer than the gap
+    between jobs (at high ``speed`` the portal's answer time, not the trace,
+    sets the pace). The result is in trace order whatever the concurrency. A
+    refusal (4xx) is recorded with the API's field errors and the replay goes
+    on; a portal that cannot be reached raises :class:`ReplayError`.
+    ``progress``: an object with ``update(n)`` and ``set_postfix_str(s)`` (a
+    tqdm bar) or ``None``. Raises :class:`ReplayError` (field ``speed`` or
+    ``concurrency``) for a bad value.
     """
     if not speed > 0:
         raise ReplayError("speed", f"must be > 0, got {speed}")
-    done: list[Submission] = []
-    start = clock()
-    first: float | None = None
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ReplayError("concurrency", f"must be a whole number >= 1, got {concurrency!r}")
+    lock = threading.Lock()
     refused = 0
-    for job in jobs:
-        if first is None:
-            first = job.submit_time
-        due = start + (job.submit_time - first) / speed
-        wait = due - clock()
-        if wait > 0:
-            sleep(wait)
+
+    def post(job: TraceJob, due: float) -> Submission:
+        nonlocal refused
         body = payload(job)
         record = Submission(job=job, team=body["team"], late=max(0.0, clock() - due))
         response = client.request("POST", "/api/v1/jobs/", json=body)
@@ -316,18 +346,50 @@ def submit_jobs(
         if response.status_code == 201:
             record.job_id = response.json()["id"]
         else:
-            refused += 1
             try:
                 detail = response.json()
             except ValueError:
                 detail = {"detail": response.text[:500]}
             record.errors = detail if isinstance(detail, dict) else {"detail": detail}
-        done.append(record)
         if progress is not None:
-            progress.update(1)
-            if refused:
-                progress.set_postfix_str(f"refused {refused}")
-    return done
+            with lock:
+                refused += record.job_id is None
+                progress.update(1)
+                if refused:
+                    progress.set_postfix_str(f"refused {refused}")
+        return record
+
+    start = clock()
+    first: float | None = None
+    if concurrency == 1:
+        done: list[Submission] = []
+        for job in jobs:
+            first = job.submit_time if first is None else first
+            due = start + (job.submit_time - first) / speed
+            wait = due - clock()
+            if wait > 0:
+                sleep(wait)
+            done.append(post(job, due))
+        return done
+    futures = []
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="replay-post") as pool:
+        try:
+            for job in jobs:
+                first = job.submit_time if first is None else first
+                due = start + (job.submit_time - first) / speed
+                # Hold the release so no more than `concurrency` POSTs wait in the pool's
+                # queue: lateness then measures the portal, not a backlog of our own making.
+                while sum(1 for f in futures[-2 * concurrency:] if not f.done()) >= concurrency:
+                    sleep(0.005)
+                wait = due - clock()
+                if wait > 0:
+                    sleep(wait)
+                futures.append(pool.submit(post, job, due))
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+    return [future.result() for future in futures]
 
 
 # --- waiting ------------------------------------------------------------------------

@@ -309,14 +309,22 @@ def _quota_of(res: dict, resource_field: str) -> int | None:
 
 
 def _flavor_quotas(obj: dict) -> tuple[FlavorQuota, ...]:
+    """The GPU quotas of a ClusterQueue or Cohort: one per flavor.
+
+    A flavor lists every GPU resource the group covers; the others' entries are
+    ``nominalQuota: "0"`` without limits (``queues.render.kueue.resource_groups``)
+    and are skipped when the flavor has an entry with a quota or a limit. A
+    flavor whose only GPU entry is a zero quota without a borrowing limit is
+    kept: in Kueue such a ClusterQueue borrows what its cohort lends (a
+    borrow-only team).
+    """
     out = []
     for group in (obj.get("spec") or {}).get("resourceGroups") or ():
         for flavor in group.get("flavors") or ():
-            for res in flavor.get("resources") or ():
-                if res["name"] in _NOT_GPU:
-                    continue
+            gpu = [res for res in flavor.get("resources") or () if res["name"] not in _NOT_GPU]
+            for res in gpu:
                 nominal = _count(res.get("nominalQuota", 0), "nominalQuota")
-                if nominal == 0 and res.get("borrowingLimit") is None:
+                if nominal == 0 and res.get("borrowingLimit") is None and len(gpu) > 1:
                     continue  # a flavor listing another resource's zero quota
                 out.append(FlavorQuota(
                     flavor=flavor["name"], gpu_resource=res["name"], nominal_gpus=nominal,

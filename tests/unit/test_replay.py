@@ -29,15 +29,33 @@ def test_job_payload_gang_duration_and_trace_facts():
         "workers": 2,            # 12 GPUs on 8-GPU nodes: 2 workers of 6
         "gpus_per_worker": 6,
         "flavor": "v100",
-        "max_runtime_seconds": 2240194,   # the duration, rounded up to whole seconds
+        # the simulated cluster runs it for the trace duration (rounded up to whole
+        # seconds) and ends it as drawn; no activeDeadlineSeconds to race its end
+        "sim_duration_seconds": 2240194,
+        "sim_outcome": "Failed",
         "priority": "low",
     }
+    assert "max_runtime_seconds" not in body
     uuid_job = trace_job(job_id="a11b4fc9-8f06-7093-2b93-bcb89acf0e7e", vc="cluster07", gpus=64)
     body = job_payload(uuid_job, fmt="elasticflow", flavor="h100", gpus_per_node=4, image="x:1")
     assert (body["team"], body["name"], body["workers"], body["gpus_per_worker"]) == (
         "elasticflow-cluster07", "trace-a11b4fc9-8f06-7093-2b93-bcb89acf0e7e", 16, 4)
     assert len(body["name"]) <= 47 and "priority" not in body
     assert team_slug("philly", "0e4a51") == "philly-0e4a51"
+
+
+def test_job_payload_outcomes_map_to_the_simulators():
+    # Philly's completed/failed/cancelled; the simulator ends a job Succeeded or Failed.
+    outcomes = {}
+    for outcome in ("completed", "failed", "cancelled"):
+        job = TraceJob(job_id="1", vc="a", submit_time=0.0, gpus=1, duration_seconds=0.2,
+                       outcome=outcome)
+        body = job_payload(job, fmt="philly", flavor="h100", gpus_per_node=8, image="x:1")
+        outcomes[outcome] = (body["sim_outcome"], body["sim_duration_seconds"],
+                             body["env"][-1]["value"])
+    assert outcomes == {"completed": ("Succeeded", 1, "completed"),
+                        "failed": ("Failed", 1, "failed"),
+                        "cancelled": ("Failed", 1, "cancelled")}
 
 
 def test_p95_nearest_rank():

@@ -88,13 +88,17 @@ class Command(BaseCommand):
         parser.add_argument("--timeout", type=float, default=3600.0,
                             help="seconds to wait for every job to reach a final phase (3600)")
         parser.add_argument("--poll-interval", type=float, default=2.0)
+        parser.add_argument("--concurrency", type=int, default=1,
+                            help="POSTs in flight at once (1: one after another); more keep a "
+                                 "fast replay on schedule when the portal answers slower than "
+                                 "the jobs arrive")
         parser.add_argument("--retries", type=int, default=5,
                             help="retries of a request on connection errors (5)")
 
     def handle(self, *args, path: str, fmt: str, speed: float, limit, since, api_url: str,
                token: str, create_teams: bool, flavor: str, cluster, cohort, capacity,
                image: str, name_prefix: str, priority, no_wait: bool, timeout: float,
-               poll_interval: float, retries: int, **options) -> None:
+               poll_interval: float, retries: int, concurrency: int = 1, **options) -> None:
         """Read the trace, set up teams (optionally), submit, wait, summarize.
 
         Raises :class:`CommandError` naming the option or field for bad input,
@@ -104,6 +108,8 @@ class Command(BaseCommand):
             raise CommandError("--speed: must be > 0")
         if limit is not None and limit < 0:
             raise CommandError("--limit: must be >= 0")
+        if concurrency < 1:
+            raise CommandError("--concurrency: must be >= 1")
         if capacity is not None and capacity < 0:
             raise CommandError("--capacity: must be >= 0")
         if not name_prefix[:1].isalpha() or len(name_prefix) > 10:
@@ -154,12 +160,13 @@ class Command(BaseCommand):
             with tqdm(total=len(jobs), desc="submit", unit="job", file=sys.stderr,
                       disable=None) as bar:
                 submissions = replay.submit_jobs(client, jobs, speed=speed, payload=payload,
-                                                 progress=bar)
+                                                 progress=bar, concurrency=concurrency)
             submitted_in = time.monotonic() - submit_start
             accepted = sum(1 for s in submissions if s.job_id is not None)
             self.stdout.write(
                 f"submitted {accepted} of {len(jobs)} jobs in {submitted_in:.1f} s "
-                f"({len(jobs) / max(submitted_in, 1e-9):.1f} jobs/s; at most "
+                f"({len(jobs) / max(submitted_in, 1e-9):.1f} jobs/s, concurrency {concurrency}; "
+                f"at most "
                 f"{max(s.late for s in submissions):.1f} s behind schedule)")
             latest: dict = {}
             if not no_wait:

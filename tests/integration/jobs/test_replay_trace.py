@@ -4,10 +4,11 @@ with a real Celery worker creating the jobs on the Kubernetes API emulator.
 The first 50 Philly jobs are replayed at high speed with ``--create-teams``.
 No scheduler simulator runs here yet, so no job is admitted or finishes:
 the command runs with ``--no-wait`` and the test checks what the portal and
-the cluster hold (teams, quotas, gang shapes, the declared run time).
+the cluster hold (teams, quotas, gang shapes, the simulator's duration and outcome).
 """
 
 import io
+import math
 import time
 
 import pytest
@@ -18,7 +19,15 @@ from django.core.management import CommandError, call_command
 from rest_framework.authtoken.models import Token
 
 from portal.models import Cluster, GpuFlavor, Job
-from portal.replay import PortalClient, Submission, job_payload, submit_jobs
+from portal.replay import (
+    PortalClient,
+    ReplayError,
+    Submission,
+    ensure_teams,
+    find_flavor,
+    job_payload,
+    submit_jobs,
+)
 from queues.cluster import KubernetesCluster
 from queues.traces import TraceJob, gang_shape, gpu_hours_by_vc, nominal_quotas, read_philly
 from tests.services import shared_path
@@ -98,8 +107,11 @@ def test_replay_first_50_philly_jobs_with_create_teams(portal_world, live_server
         shapes.add((trace.gpus, workers, per_worker))
         assert (row["team"], row["workers"], row["gpus_per_worker"], row["flavor"]) == (
             f"philly-{trace.vc}", workers, per_worker, "v100")
-        assert row["max_runtime_seconds"] == int(trace.duration_seconds)
-        assert row["command"] == ["sleep", str(int(trace.duration_seconds))]
+        # The simulator's fields: run for the trace duration, end as drawn; no deadline.
+        seconds = max(1, math.ceil(trace.duration_seconds))
+        assert (row["sim_duration_seconds"], row["sim_outcome"], row["max_runtime_seconds"]) == (
+            seconds, {"completed": "Succeeded"}.get(trace.outcome, "Failed"), None)
+        assert row["command"] == ["sleep", str(seconds)]
         assert {"name": "TRACE_OUTCOME", "value": trace.outcome} in row["env"]
     # The first 50 Philly jobs hold 1-, 4-, 8- and 16-GPU gangs.
     assert shapes == {(1, 1, 1), (4, 1, 4), (8, 1, 8), (16, 2, 8)}
@@ -119,7 +131,10 @@ def test_replay_first_50_philly_jobs_with_create_teams(portal_world, live_server
     live = port.get("batch/v1", "Job", f"trace-{sixteen.job_id}", f"philly-{sixteen.vc}")
     assert live["spec"]["suspend"] is True
     assert (live["spec"]["parallelism"], live["spec"]["completions"]) == (2, 2)
-    assert live["spec"]["activeDeadlineSeconds"] == int(sixteen.duration_seconds)
+    assert "activeDeadlineSeconds" not in live["spec"]
+    assert live["metadata"]["annotations"] == {
+        "sim.portal.gpu/duration-seconds": str(max(1, math.ceil(sixteen.duration_seconds))),
+        "sim.portal.gpu/outcome": {"completed": "Succeeded"}.get(sixteen.outcome, "Failed")}
     container = live["spec"]["template"]["spec"]["containers"][0]
     assert container["resources"]["requests"]["nvidia.com/gpu"] == "8"
 
@@ -194,6 +209,35 @@ def test_submissions_follow_the_accelerated_trace_clock(portal_world, live_serve
     # No team philly-aaaaaa exists: each refusal is recorded (404) and the replay goes on.
     assert [(r.status, r.job_id) for r in records] == [(404, None)] * 3
     assert all(isinstance(r, Submission) and r.errors for r in records)
+
+
+def test_concurrent_submissions_keep_trace_order_and_send_the_simulators_fields(
+        portal_world, live_server):
+    """``concurrency=4``: 12 jobs posted from a pool of four threads (each with its own
+    Session), all accepted, the records in trace order, each job holding the body sent."""
+    token = Token.objects.create(user=portal_world["staff"]).key
+    client = PortalClient(live_server.url, token)
+    flavor = find_flavor(client, flavor="v100", cluster=None)
+    ensure_teams(client, fmt="philly", gpu_hours={"bbbbbb": 1.0}, flavor=flavor, cohort="c")
+    outcomes = ("completed", "failed", "cancelled")
+    jobs = [TraceJob(job_id=str(i), vc="bbbbbb", submit_time=float(i), gpus=1 + i % 2 * 7,
+                     duration_seconds=100.0 + i, outcome=outcomes[i % 3]) for i in range(12)]
+    records = submit_jobs(
+        client, jobs, speed=1e9, concurrency=4,
+        payload=lambda job: job_payload(job, fmt="philly", flavor="v100", gpus_per_node=8,
+                                        image="busybox:1.36"))
+    assert [r.job.job_id for r in records] == [str(i) for i in range(12)]
+    assert [r.status for r in records] == [201] * 12
+    stored = {j.pk: j for j in Job.objects.filter(team__slug="philly-bbbbbb")}
+    assert sorted(stored) == sorted(r.job_id for r in records)
+    for record in records:
+        job = stored[record.job_id]
+        assert (job.name, job.total_gpus, job.sim_duration_seconds, job.sim_outcome,
+                job.max_runtime_seconds) == (
+            f"trace-{record.job.job_id}", record.job.gpus, 100 + int(record.job.job_id),
+            "Succeeded" if record.job.outcome == "completed" else "Failed", None)
+    with pytest.raises(ReplayError, match="^concurrency: "):
+        submit_jobs(client, jobs, speed=1.0, concurrency=0, payload=lambda job: {})
 
 
 def test_replay_waits_until_every_job_is_final_and_reports_waits(portal_world, live_server,

@@ -339,3 +339,29 @@ def test_volcano_podgroup_and_vcjob_phases(cluster, volcano, time_):
     assert _vcjob(cluster, "second")["status"]["state"]["phase"] == "Running"
     assert interpret_volcano(job=_vcjob(cluster, "train"),
                              podgroup=_podgroup(cluster, "train"), now=NOW()).phase == "Succeeded"
+
+
+def test_a_borrow_only_team_with_zero_nominal_quota_borrows_from_its_cohort(cluster, kueue,
+                                                                             time_):
+    # A trace replay gives VCs with a tiny share 0 GPUs and no borrowing limit: in Kueue
+    # such a ClusterQueue ("nominalQuota: 0", no borrowingLimit) borrows what its cohort
+    # lends. vision (8 nominal, no lending limit) is idle, so nlp's 4-GPU job runs on
+    # vision's GPUs.
+    borrow_only = dataclasses.replace(TEAMS[1], quotas=(FlavorQuota(
+        flavor="h100", gpu_resource="nvidia.com/gpu", nominal_gpus=0),))
+    rendered = render_kueue.cluster_queue(borrow_only, {"h100": H100})
+    gpu = rendered["spec"]["resourceGroups"][0]["flavors"][0]["resources"][-1]
+    assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": "0"}
+    cluster.apply(rendered)
+    job = dataclasses.replace(SPEC, namespace="nlp", local_queue="nlp", name="borrower",
+                              workers=1)
+    cluster.apply(render_kueue_job(job))
+    time_.t = 1.0
+    kueue.step()
+    workload = _workload(cluster, "borrower", namespace="nlp")
+    assert workload["status"]["admission"]["clusterQueue"] == "nlp"
+    status = interpret_kueue(job=cluster.get("batch/v1", "Job", "borrower", "nlp"),
+                             workload=workload, now=NOW())
+    assert (status.phase, status.admitted_flavor) == ("Running", "h100")
+    usage, _ = _cq_usage(cluster, "nlp")
+    assert usage == {"h100": "4"}
