@@ -10,7 +10,9 @@ the job stream (``manage.py demo_jobs``; ``DEMO_JOBS=0`` leaves it out). The
 demo world is seeded (``seed_demo``) on a cluster whose backend is
 ``SCHEDULER_BACKEND`` and reconciled onto the simulated cluster before the web
 server starts. ``SIM_SPEED`` runs the cluster's clock faster. Ctrl-C (SIGINT) or
-SIGTERM stops every process it started.
+SIGTERM stops every process it started. A child that dies on its own (a crashed
+worker, the simulated cluster gone) stops the whole demo with its name and exit
+code and exit status 1, rather than leaving a portal that serves but never moves.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -57,8 +60,17 @@ class Command(BaseCommand):
         var.mkdir(parents=True, exist_ok=True)
         call_command("migrate", interactive=False, verbosity=0)
         call_command("seed_demo")
-        # SIGTERM (e.g. from a supervisor) unwinds like Ctrl-C, so children are stopped too.
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        # SIGTERM (e.g. from a supervisor) unwinds like Ctrl-C, so children are stopped too;
+        # the watchdog sends SIGTERM after recording which child died (exit status 1 then).
+        died: list[str] = []
+        stopping = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: (stopping.set(), sys.exit(1 if died else 0)))
+
+        def interrupted(*_):
+            stopping.set()  # Ctrl-C reaches the children too: their exit is expected now
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, interrupted)
         children: list[subprocess.Popen] = []
         lines: list[str] = []
         try:
@@ -76,11 +88,14 @@ class Command(BaseCommand):
                         [sys.executable, "manage.py", "demo_jobs"], env=env,
                         cwd=settings.BASE_DIR))
                     lines.append("jobs: a stream of demo jobs (DEMO_JOBS=0 to leave it out)")
+            threading.Thread(target=self._watch, args=(children, died, stopping),
+                             daemon=True, name="demo-watchdog").start()
             url = f"http://127.0.0.1:{port}/"
             self.stdout.write("\n".join(lines))
             self.stdout.write(self.style.SUCCESS(f"\nThe portal is at {url}  (Ctrl-C stops it)\n"))
             call_command("runserver", f"127.0.0.1:{port}", use_reloader=False)
         finally:
+            stopping.set()
             for child in children:
                 if child.poll() is None:
                     child.send_signal(signal.SIGTERM)
@@ -90,6 +105,21 @@ class Command(BaseCommand):
                 except subprocess.TimeoutExpired:
                     child.kill()
                     child.wait()
+
+    def _watch(self, children: list, died: list, stopping: threading.Event) -> None:
+        """Every second: if a child exited while the demo is not stopping, say which
+        (its command line and exit code), record it in ``died`` and SIGTERM ourselves
+        so the ``finally`` of :meth:`handle` stops the others."""
+        while not stopping.wait(1.0):
+            for child in children:
+                code = child.poll()
+                if code is not None and not stopping.is_set() and not died:
+                    name = " ".join(str(a) for a in child.args[-3:])
+                    died.append(name)
+                    self.stderr.write(f"demo: a child process exited on its own ({name}: exit "
+                                      f"code {code}); stopping the demo.")
+                    os.kill(os.getpid(), signal.SIGTERM)
+                    return
 
     # ------------------------------------------------------------------ the cluster
 

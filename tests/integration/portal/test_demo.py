@@ -124,3 +124,49 @@ def test_demo_lives_queued_running_succeeded_within_a_minute_and_ctrl_c_stops_al
     assert "alice    / alice-demo-pass" in output
     assert f"The portal is at {base}/" in output
     assert "cluster metrics: http://127.0.0.1:" in output
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def test_a_child_that_dies_stops_the_demo_with_its_name(tmp_path):
+    """A worker killed under the demo must not leave a portal that serves but never moves:
+    the demo says which child died, stops the others and exits with status 1."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "CELERY_RESULT_BACKEND",
+                        "KUBECONFIG", "PROMETHEUS_URL", "DCGM_EXPORTER_URL", "SIM_SPEED")}
+    env.update({"PORTAL_VAR_DIR": str(tmp_path), "DEBUG": "true", "DEMO_JOBS": "0"})
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "demo", "--port", str(port)], cwd=REPO_ROOT, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                break
+            except requests.ConnectionError:
+                assert proc.poll() is None, proc.stdout.read()
+                time.sleep(0.5)
+        workers = [pid for pid in _session_processes(proc.pid)
+                   if "celery" in _cmdline(pid) and " worker" in _cmdline(pid)]
+        assert workers, [_cmdline(pid) for pid in _session_processes(proc.pid)]
+        os.kill(min(workers), signal.SIGKILL)  # the worker's main process
+        output, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 1, output
+    assert "a child process exited on its own" in output and "worker" in output
+    assert "exit code -9" in output
+    stop = time.monotonic() + 30
+    while _session_processes(proc.pid) and time.monotonic() < stop:
+        time.sleep(0.5)
+    assert _session_processes(proc.pid) == [], "a child of the demo outlived the stop"
