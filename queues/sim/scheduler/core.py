@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import itertools
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -181,13 +182,12 @@ class SimResult:
         return digest.hexdigest()
 
 
-class SimulatorBase:
+class SimulatorBase(ABC):
     """Clock, event heap, workload records, events and usage for a scheduler model.
 
-    Subclasses implement ``_enqueue(record)`` (a job arrives), ``_release(record)``
-    (a running job stops: free its quota), ``_schedule()`` (one admission pass at
-    ``now``), ``_remove_pending(record)`` and ``_usage_of(queue)`` (current
-    ``{flavor: (units, borrowed)}``).
+    Abstract: :class:`~queues.sim.scheduler.kueue.KueueSimulator` and
+    :class:`~queues.sim.scheduler.volcano.VolcanoSimulator` implement the five
+    scheduler-specific hooks below (instantiating this class raises ``TypeError``).
     """
 
     def __init__(self, node_pools: Iterable[NodePool] = (), *, requeue_delay: float = 1.0) -> None:
@@ -295,20 +295,25 @@ class SimulatorBase:
 
     # --------------------------------------------------------- for subclasses
 
+    @abstractmethod
     def _enqueue(self, record: WorkloadRecord) -> None:
-        raise NotImplementedError
+        """A job arrives (or is requeued): put ``record`` in its queue's pending set."""
 
+    @abstractmethod
     def _remove_pending(self, record: WorkloadRecord) -> None:
-        raise NotImplementedError
+        """Take ``record`` out of the pending set (cancelled before admission)."""
 
+    @abstractmethod
     def _release(self, record: WorkloadRecord) -> None:
-        raise NotImplementedError
+        """A running job stops (finished, preempted, cancelled): free its quota."""
 
+    @abstractmethod
     def _schedule(self) -> None:
-        raise NotImplementedError
+        """One admission pass at ``self.now`` (admit, preempt, set pending reasons)."""
 
+    @abstractmethod
     def _usage_of(self, queue: str) -> dict[str, tuple[int, int]]:
-        raise NotImplementedError
+        """Current usage of ``queue``: ``{flavor: (units in use, units borrowed)}``."""
 
     def _pod_names(self, record: WorkloadRecord, pods: int) -> list[str]:
         job = record.job
