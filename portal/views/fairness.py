@@ -36,7 +36,7 @@ def team_fairness_chart(*, team: Team, flavors: list[GpuFlavor]) -> Chart:
     teams are never named (the reclaim sentence says "other teams of its cohort").
     """
     results = cluster_fairness(cluster=team.cluster, flavors=flavors)
-    mine = [(ff, ff.row(team.slug)) for ff in results if ff.row(team.slug) is not None]
+    mine = [(ff, row) for ff in results if (row := ff.row(team.slug)) is not None]
     categories = [ff.flavor.name for ff, _ in mine]
     sentences = []
     for ff, _row in mine:
