@@ -8,7 +8,7 @@ from datetime import timedelta
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema, inline_serializer
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -119,8 +119,7 @@ class UtilizationView(APIView):
         the same figures by team and UTC day. 400 names a bad field; 404 for a team the
         caller cannot see."""
         query = UtilizationQuery(data=request.query_params)
-        if not query.is_valid():
-            raise ValidationError(query.errors)
+        query.is_valid(raise_exception=True)
         params = query.validated_data
         teams = visible_team_list(user=request.user, slug=params.get("team") or None)
         if teams is None:
