@@ -22,6 +22,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
 from portal import access
+from portal.api.serializers import StrictSerializer
 from portal.models import Job
 from portal.selectors.jobs import jobs_visible
 from portal.services import jobs as job_services
@@ -62,7 +63,7 @@ class EnvVarSerializer(serializers.Serializer):
     value = serializers.CharField(allow_blank=True, trim_whitespace=False, default="")
 
 
-class JobCreateSerializer(serializers.Serializer):
+class JobCreateSerializer(StrictSerializer):
     """``POST /api/v1/jobs/``. Unknown keys are refused (a GPU limit apart from the
     request, in particular: requests always equal limits)."""
 
@@ -100,24 +101,12 @@ class JobCreateSerializer(serializers.Serializer):
         required=False, allow_blank=True, default="",
         help_text="simulated clusters only: training, notebook or inference (GPU activity)")
 
-    def to_internal_value(self, data):
-        """Field errors and refused unknown keys, reported together."""
-        errors: dict = {}
-        try:
-            values = super().to_internal_value(data)
-        except serializers.ValidationError as exc:
-            errors.update(exc.detail if isinstance(exc.detail, dict) else {})
-            values = None
-        if isinstance(data, dict):
-            for key in sorted(set(data) - set(self.fields)):
-                if key in LIMIT_KEYS or "limit" in key:
-                    errors[key] = ["GPU limits cannot be set apart from requests: each worker "
-                                   "gets gpus_per_worker GPUs as both request and limit."]
-                else:
-                    errors[key] = [f"Unknown field '{key}'."]
-        if errors:
-            raise serializers.ValidationError(errors)
-        return values
+    def unknown_key_message(self, key: str) -> str:
+        """A GPU-limit key is refused with why (limits always equal requests)."""
+        if key in LIMIT_KEYS or "limit" in key:
+            return ("GPU limits cannot be set apart from requests: each worker "
+                    "gets gpus_per_worker GPUs as both request and limit.")
+        return super().unknown_key_message(key)
 
 
 class EnvVarOutSerializer(serializers.Serializer):

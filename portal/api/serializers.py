@@ -24,10 +24,14 @@ class StrictSerializer(serializers.Serializer):
             errors.update(exc.detail)
         if isinstance(data, Mapping):
             for key in sorted(set(data) - set(self.fields)):
-                errors[key] = [f"Unknown field '{key}'."]
+                errors[key] = [self.unknown_key_message(key)]
         if errors:
             raise serializers.ValidationError(errors)
         return values
+
+    def unknown_key_message(self, key: str) -> str:
+        """The error for an unknown body key (subclasses explain keys they know of)."""
+        return f"Unknown field '{key}'."
 
 
 class FlavorSerializer(serializers.ModelSerializer):
