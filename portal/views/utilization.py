@@ -91,6 +91,11 @@ def _showback_sentences(slug, days) -> list[str]:
     return out
 
 
+def _showback_csv_url(team=None) -> str:
+    """The utilization API's showback CSV, for one team or (staff) every visible team."""
+    return reverse("utilization") + (f"?team={team.slug}&format=csv" if team else "?format=csv")
+
+
 def team_utilization_panel(*, team) -> dict:
     """The team page's utilization panel: the last 7 days' allocated-vs-busy GPUs
     (hourly) and GPU-hours showback by day (figures as :func:`portal.charts` dicts),
@@ -100,7 +105,7 @@ def team_utilization_panel(*, team) -> dict:
     timeline, showback = _team_charts(team, now - DEFAULT_SPAN, now, now)
     return {
         "timeline": timeline, "showback": showback,
-        "csv_url": reverse("utilization") + f"?team={team.slug}&format=csv",
+        "csv_url": _showback_csv_url(team),
         "idle_flags": IdleFlag.objects.filter(job__team=team,
                                               state__in=IdleFlag.LIVE_STATES).count(),
     }
@@ -122,10 +127,9 @@ def team_utilization(request: HttpRequest, slug: str) -> HttpResponse:
                                 now=now)
     (_, figures), = report.teams
     flags = [j.flag for j in report.idle_jobs]
-    csv_url = reverse("utilization") + f"?team={team.slug}&format=csv"
     return render(request, "portal/team_utilization.html", {
         "team": team, "figures": figures, "timeline": timeline, "showback": showback,
-        "flags": flags, "csv_url": csv_url, "now": now,
+        "flags": flags, "csv_url": _showback_csv_url(team), "now": now,
         "summary": (f"Last 7 days: {_gh(figures.allocated_gpu_hours)} allocated, "
                     f"{_gh(figures.busy_gpu_hours)} busy; efficiency "
                     f"{_pct(figures.efficiency)}, coverage {_pct(figures.coverage)} of "
@@ -184,7 +188,7 @@ def staff_utilization(request: HttpRequest) -> HttpResponse:
     idle_gpus = sum(f.gpus for f in flags)
     return render(request, "portal/staff/utilization.html", {
         "heatmap": heatmap, "report": report, "flags": flags, "now": now,
-        "csv_url": reverse("utilization") + "?format=csv",
+        "csv_url": _showback_csv_url(),
         "idle_sentence": (f"{len(flags)} job(s) hold {idle_gpus:g} idle GPUs; "
                           f"{sum(1 for f in flags if f.reclaimable_at <= now)} can be "
                           "reclaimed now." if flags else "No job is flagged idle."),
