@@ -43,7 +43,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from queues.jobs import CONTAINER_NAME, JobSpec, JobStatus, parse_time
+from queues.jobs import JobSpec, JobStatus, parse_time, pod_container
 from queues.render.labels import job_labels
 from queues.specs import FlavorSpec, SpecError
 
@@ -138,19 +138,6 @@ def _tolerations(flavor: FlavorSpec | None) -> list[dict]:
 
 
 def _template(spec: JobSpec, flavor: FlavorSpec | None) -> dict:
-    gpus = str(spec.gpus_per_worker)
-    container: dict[str, Any] = {"name": CONTAINER_NAME, "image": spec.image}
-    if spec.command:
-        container["command"] = list(spec.command)
-    if spec.args:
-        container["args"] = list(spec.args)
-    if spec.env:
-        container["env"] = [{"name": name, "value": value} for name, value in spec.env]
-    container["resources"] = {
-        "requests": {"cpu": spec.cpu_per_worker, "memory": spec.memory_per_worker,
-                     spec.gpu_resource: gpus},
-        "limits": {spec.gpu_resource: gpus, "memory": spec.memory_per_worker},
-    }
     pod: dict[str, Any] = {"restartPolicy": "Never"}
     if spec.max_runtime_seconds is not None:
         pod["activeDeadlineSeconds"] = spec.max_runtime_seconds
@@ -159,7 +146,7 @@ def _template(spec: JobSpec, flavor: FlavorSpec | None) -> dict:
     tolerations = _tolerations(flavor)
     if tolerations:
         pod["tolerations"] = tolerations
-    pod["containers"] = [container]
+    pod["containers"] = [pod_container(spec)]
     return {"metadata": {"labels": job_labels(spec.team, spec.job_label)}, "spec": pod}
 
 
