@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from queues.jobs import JobSpec, JobStatus, parse_time, pod_container
+from queues.render.core import toleration
 from queues.render.labels import job_labels
 from queues.specs import FlavorSpec, SpecError
 
@@ -121,31 +122,14 @@ def podgroup_name(job_name: str, job_uid: str) -> str:
     return f"{job_name}-{job_uid}"
 
 
-def _tolerations(flavor: FlavorSpec | None) -> list[dict]:
-    result = []
-    for tol in flavor.tolerations if flavor else ():
-        item: dict[str, Any] = {"operator": tol.operator}
-        if tol.key:
-            item["key"] = tol.key
-        if tol.value:
-            item["value"] = tol.value
-        if tol.effect:
-            item["effect"] = tol.effect
-        if tol.toleration_seconds is not None:
-            item["tolerationSeconds"] = tol.toleration_seconds
-        result.append(item)
-    return result
-
-
 def _template(spec: JobSpec, flavor: FlavorSpec | None) -> dict:
     pod: dict[str, Any] = {"restartPolicy": "Never"}
     if spec.max_runtime_seconds is not None:
         pod["activeDeadlineSeconds"] = spec.max_runtime_seconds
     if flavor is not None and flavor.node_labels:
         pod["nodeSelector"] = dict(flavor.node_labels)
-    tolerations = _tolerations(flavor)
-    if tolerations:
-        pod["tolerations"] = tolerations
+    if flavor is not None and flavor.tolerations:
+        pod["tolerations"] = [toleration(t) for t in flavor.tolerations]
     pod["containers"] = [pod_container(spec)]
     return {"metadata": {"labels": job_labels(spec.team, spec.job_label)}, "spec": pod}
 
