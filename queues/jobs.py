@@ -86,6 +86,7 @@ __all__ = [
     "job_kind",
     "merge_times",
     "parse_time",
+    "pod_container",
     "preemption_loop",
     "render_kueue_job",
     "sim_annotations",
@@ -417,7 +418,10 @@ def job_kind(kind: str) -> tuple[str, str]:
     raise ValueError(f"unknown job kind {kind!r}")
 
 
-def _pod_template(spec: JobSpec) -> dict:
+def pod_container(spec: JobSpec) -> dict:
+    """The worker container of ``spec`` (both backends): image, command, args,
+    env; requests cpu, memory and ``gpus_per_worker`` of ``gpu_resource``,
+    limits = requests for GPUs and memory."""
     requests = {
         "cpu": spec.cpu_per_worker,
         "memory": spec.memory_per_worker,
@@ -432,9 +436,13 @@ def _pod_template(spec: JobSpec) -> dict:
     if spec.env:
         container["env"] = [{"name": name, "value": value} for name, value in spec.env]
     container["resources"] = {"requests": requests, "limits": limits}
+    return container
+
+
+def _pod_template(spec: JobSpec) -> dict:
     return {
         "metadata": {"labels": job_labels(spec.team, spec.job_label)},
-        "spec": {"restartPolicy": "Never", "containers": [container]},
+        "spec": {"restartPolicy": "Never", "containers": [pod_container(spec)]},
     }
 
 

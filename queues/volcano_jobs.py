@@ -43,7 +43,8 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from queues.jobs import CONTAINER_NAME, JobSpec, JobStatus, parse_time
+from queues.jobs import JobSpec, JobStatus, parse_time, pod_container
+from queues.render.core import toleration
 from queues.render.labels import job_labels
 from queues.specs import FlavorSpec, SpecError
 
@@ -121,45 +122,15 @@ def podgroup_name(job_name: str, job_uid: str) -> str:
     return f"{job_name}-{job_uid}"
 
 
-def _tolerations(flavor: FlavorSpec | None) -> list[dict]:
-    result = []
-    for tol in flavor.tolerations if flavor else ():
-        item: dict[str, Any] = {"operator": tol.operator}
-        if tol.key:
-            item["key"] = tol.key
-        if tol.value:
-            item["value"] = tol.value
-        if tol.effect:
-            item["effect"] = tol.effect
-        if tol.toleration_seconds is not None:
-            item["tolerationSeconds"] = tol.toleration_seconds
-        result.append(item)
-    return result
-
-
 def _template(spec: JobSpec, flavor: FlavorSpec | None) -> dict:
-    gpus = str(spec.gpus_per_worker)
-    container: dict[str, Any] = {"name": CONTAINER_NAME, "image": spec.image}
-    if spec.command:
-        container["command"] = list(spec.command)
-    if spec.args:
-        container["args"] = list(spec.args)
-    if spec.env:
-        container["env"] = [{"name": name, "value": value} for name, value in spec.env]
-    container["resources"] = {
-        "requests": {"cpu": spec.cpu_per_worker, "memory": spec.memory_per_worker,
-                     spec.gpu_resource: gpus},
-        "limits": {spec.gpu_resource: gpus, "memory": spec.memory_per_worker},
-    }
     pod: dict[str, Any] = {"restartPolicy": "Never"}
     if spec.max_runtime_seconds is not None:
         pod["activeDeadlineSeconds"] = spec.max_runtime_seconds
     if flavor is not None and flavor.node_labels:
         pod["nodeSelector"] = dict(flavor.node_labels)
-    tolerations = _tolerations(flavor)
-    if tolerations:
-        pod["tolerations"] = tolerations
-    pod["containers"] = [container]
+    if flavor is not None and flavor.tolerations:
+        pod["tolerations"] = [toleration(t) for t in flavor.tolerations]
+    pod["containers"] = [pod_container(spec)]
     return {"metadata": {"labels": job_labels(spec.team, spec.job_label)}, "spec": pod}
 
 

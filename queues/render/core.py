@@ -46,12 +46,27 @@ from queues.render.labels import (
     shared_labels,
     team_labels,
 )
-from queues.specs import FlavorSpec, PriorityClassSpec, SpecError, TeamQueueSpec
+from queues.specs import FlavorSpec, PriorityClassSpec, SpecError, TeamQueueSpec, Toleration
 
-__all__ = ["RESOURCE_QUOTA_NAME", "namespace", "priority_class", "resource_quota"]
+__all__ = ["RESOURCE_QUOTA_NAME", "namespace", "priority_class", "resource_quota", "toleration"]
 
 #: Name of the portal's ResourceQuota in each team namespace.
 RESOURCE_QUOTA_NAME = "gpu-quota"
+
+
+def toleration(t: Toleration) -> dict:
+    """A core/v1 toleration (dict) for ``t``; empty fields are omitted."""
+    item: dict = {}
+    if t.key:
+        item["key"] = t.key
+    item["operator"] = t.operator
+    if t.value:
+        item["value"] = t.value
+    if t.effect:
+        item["effect"] = t.effect
+    if t.toleration_seconds is not None:
+        item["tolerationSeconds"] = t.toleration_seconds
+    return item
 
 
 def namespace(team: TeamQueueSpec) -> dict:

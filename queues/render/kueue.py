@@ -80,20 +80,7 @@ def resource_flavor(flavor: FlavorSpec) -> dict:
             for t in flavor.node_taints
         ]
     if flavor.tolerations:
-        tolerations = []
-        for t in flavor.tolerations:
-            item: dict = {}
-            if t.key:
-                item["key"] = t.key
-            item["operator"] = t.operator
-            if t.value:
-                item["value"] = t.value
-            if t.effect:
-                item["effect"] = t.effect
-            if t.toleration_seconds is not None:
-                item["tolerationSeconds"] = t.toleration_seconds
-            tolerations.append(item)
-        spec["tolerations"] = tolerations
+        spec["tolerations"] = [core.toleration(t) for t in flavor.tolerations]
     return {
         "apiVersion": API_VERSION,
         "kind": "ResourceFlavor",
