@@ -7,6 +7,7 @@ from portal import access
 from portal.models import GpuFlavor, QuotaGrant, QuotaRequest, Team
 from portal.selectors.specs import ClusterSpecs, cluster_specs, desired_objects
 from portal.selectors.whatif import quota_request_what_if
+from portal.services.quota import grant_snapshot
 from queues.render import labels
 from queues.specs import SpecError
 
@@ -75,11 +76,7 @@ def quota_request_preview(*, request: QuotaRequest, what_if: bool = True) -> dic
     """
     team, flavor = request.team, request.flavor
     grant = QuotaGrant.objects.filter(team=team, flavor=flavor).first()
-    current = (
-        {"nominal_gpus": grant.nominal_gpus, "borrowing_limit_gpus": grant.borrowing_limit_gpus,
-         "lending_limit_gpus": grant.lending_limit_gpus}
-        if grant else None
-    )
+    current = grant_snapshot(grant)
     requested = (request.nominal_gpus, request.borrowing_limit_gpus, request.lending_limit_gpus)
     overrides = {(team.pk, flavor.pk): requested}
     after_sum = flavor_nominal_sum(flavor=flavor, replacing=(team.pk, request.nominal_gpus))

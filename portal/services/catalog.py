@@ -12,7 +12,7 @@ from portal.models import Cluster, Cohort, GpuFlavor, PriorityClass
 from portal.models.validators import validate_gpu_resource
 from portal.services.audit import audit_record
 from portal.services.fields import quantity_string, whole_count
-from portal.services.outbox import cluster_spec_bump
+from portal.services.outbox import cluster_spec_bump, reconcile_enqueue
 from portal.services.teams import (
     VOLCANO_RESERVED_NAMES,
     dns_label,
@@ -190,9 +190,7 @@ def cluster_backend_set(*, actor, cluster: Cluster, backend: str) -> Cluster:
     cluster.refresh_from_db()
     audit_record(actor=actor, action="cluster.backend_changed", target=cluster,
                  before={"backend": before}, after={"backend": backend})
-    from portal.tasks import reconcile_cluster_task
-
-    transaction.on_commit(lambda: reconcile_cluster_task.delay(cluster.pk))
+    reconcile_enqueue(cluster_id=cluster.pk)
     return cluster
 
 

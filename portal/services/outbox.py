@@ -1,5 +1,6 @@
 """The database row is the outbox: intent changes bump the cluster's spec generation."""
 
+from django.db import transaction
 from django.db.models import F
 
 from portal.models import Cluster
@@ -12,3 +13,14 @@ def cluster_spec_bump(*, cluster_id: int) -> None:
     resync re-drives every cluster that lags, so a lost task loses nothing.
     """
     Cluster.objects.filter(pk=cluster_id).update(spec_generation=F("spec_generation") + 1)
+
+
+def reconcile_enqueue(*, cluster_id: int) -> None:
+    """After commit, ask a worker to reconcile the cluster.
+
+    The bumped ``spec_generation`` is the real record of the change: if this
+    message is lost, the periodic ``portal.resync`` re-drives the cluster.
+    """
+    from portal.tasks import reconcile_cluster_task
+
+    transaction.on_commit(lambda: reconcile_cluster_task.delay(cluster_id))

@@ -10,7 +10,7 @@ from portal import access
 from portal.models import GpuFlavor, QuotaGrant, QuotaRequest, Team
 from portal.services.audit import audit_record
 from portal.services.fields import whole_count
-from portal.services.outbox import cluster_spec_bump
+from portal.services.outbox import cluster_spec_bump, reconcile_enqueue
 
 GRANT_FIELDS = ("nominal_gpus", "borrowing_limit_gpus", "lending_limit_gpus")
 
@@ -161,7 +161,7 @@ def quota_request_approve(
                  after={"state": "approved", "overcommit": request.overcommit_acknowledged})
     audit_record(actor=actor, action="quota_grant.changed", target=grant, team=team,
                  before=before, after=grant_snapshot(grant))
-    _enqueue_reconcile(team.cluster_id)
+    reconcile_enqueue(cluster_id=team.cluster_id)
     return request
 
 
@@ -233,17 +233,7 @@ def grant_expire(*, now: datetime | None = None) -> int:
             cluster_spec_bump(cluster_id=grant.team.cluster_id)
             audit_record(actor=None, action="quota_grant.expired", target=grant, team=grant.team,
                          before=before, after=grant_snapshot(grant))
-            _enqueue_reconcile(grant.team.cluster_id)
+            reconcile_enqueue(cluster_id=grant.team.cluster_id)
             count += 1
     return count
 
-
-def _enqueue_reconcile(cluster_id: int) -> None:
-    """After commit, ask a worker to reconcile the cluster.
-
-    The bumped ``spec_generation`` is the real record of the change: if this
-    message is lost, the periodic ``portal.resync`` re-drives the cluster.
-    """
-    from portal.tasks import reconcile_cluster_task
-
-    transaction.on_commit(lambda: reconcile_cluster_task.delay(cluster_id))

@@ -10,7 +10,7 @@ from portal import access
 from portal.models import Cluster, Cohort, Membership, Team
 from portal.models.validators import validate_dns1123_label
 from portal.services.audit import audit_record
-from portal.services.outbox import cluster_spec_bump
+from portal.services.outbox import cluster_spec_bump, reconcile_enqueue
 
 #: Volcano's Queue ``spec.weight`` is an int32 in 1..65535 (Queue CRD).
 VOLCANO_MAX_WEIGHT = 65535
@@ -156,6 +156,4 @@ def team_delete(*, actor, team: Team) -> None:
                  before={"slug": team.slug, "cluster_id": cluster_id})
     team.delete()
     cluster_spec_bump(cluster_id=cluster_id)
-    from portal.tasks import reconcile_cluster_task
-
-    transaction.on_commit(lambda: reconcile_cluster_task.delay(cluster_id))
+    reconcile_enqueue(cluster_id=cluster_id)
