@@ -8,11 +8,10 @@ that bump the cluster's spec generation so the reconciler picks them up.
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.db import transaction
 
 from portal import models
 from portal.services import catalog, quota
-from portal.services.outbox import cluster_spec_bump
+from portal.services.outbox import cluster_spec_bump, reconcile_enqueue
 
 
 class BumpsClusterAdmin(admin.ModelAdmin):
@@ -61,9 +60,7 @@ class ClusterAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
         if change and "backend" in form.changed_data:
             cluster_spec_bump(cluster_id=obj.pk)
-            from portal.tasks import reconcile_cluster_task
-
-            transaction.on_commit(lambda: reconcile_cluster_task.delay(obj.pk))
+            reconcile_enqueue(cluster_id=obj.pk)
 
 
 class GpuFlavorForm(forms.ModelForm):

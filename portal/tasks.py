@@ -236,7 +236,7 @@ def job_sync_task(job_id: int) -> dict:
 def jobs_sync_task() -> dict:
     """Sync every job whose status may still change (periodic, every ~15 s).
 
-    Returns ``{"synced": n, "failed": n}``. A job whose read fails is left for
+    Returns ``{"synced": n, "cancelled": n, "failed": n}``. A job whose read fails is left for
     the next run (its ``last_error`` says why); the others are still synced.
     """
     from portal.services.jobs import jobs_sync
