@@ -9,6 +9,7 @@ from urllib.parse import urlparse
 
 import pytest
 from django.conf import settings
+from rest_framework.test import APIClient
 
 from tests.services import REPO_ROOT, require, unavailable
 
@@ -131,6 +132,19 @@ def prometheus():
 
     with DcgmEndpoint() as endpoint, start_prometheus(endpoint) as server:
         yield server
+
+
+@pytest.fixture
+def api():
+    """``api(user)`` -> an APIClient authenticated as ``user`` (``None``: anonymous)."""
+
+    def make(user=None) -> APIClient:
+        client = APIClient()
+        if user is not None:
+            client.force_authenticate(user)
+        return client
+
+    return make
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from decimal import Decimal
 
 import pytest
 from django.contrib.auth import get_user_model
-from rest_framework.test import APIClient
 
 from portal.models import Cluster, Cohort, GpuFlavor, Membership, PriorityClass, QuotaGrant, Team
 from tests.integration.reconcile.conftest import start_worker  # noqa: F401 - shared fixture
@@ -53,19 +52,6 @@ def build_world() -> dict:
 def world(db):
     """The world in a test transaction (no worker: on-commit tasks never run)."""
     return build_world()
-
-
-@pytest.fixture
-def api():
-    """``api(user)`` -> an APIClient authenticated as ``user`` (``None``: anonymous)."""
-
-    def make(user=None) -> APIClient:
-        client = APIClient()
-        if user is not None:
-            client.force_authenticate(user)
-        return client
-
-    return make
 
 
 def job_payload(**overrides) -> dict:

@@ -10,7 +10,6 @@ pages then show.
 """
 
 import datetime as dt
-import time
 
 import pytest
 from django.conf import settings
@@ -22,6 +21,7 @@ from portal.models import Job
 from portal.services.reconcile import cluster_reconcile
 from queues.cluster import KubernetesCluster
 from queues.sim import kueue_objects as kueue
+from tests.integration.helpers import api_as, live_job, wait_for_job
 from tests.integration.jobs.conftest import build_world, job_payload
 
 pytestmark = pytest.mark.usefixtures("celery_worker_process")
@@ -40,29 +40,10 @@ def flow(transactional_db, kube_emulator):
     return world
 
 
-def api_as(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
-
-
 def page_as(user) -> Client:
     client = Client()
     client.force_login(user)
     return client
-
-
-def wait_for(job_id: int, predicate, what: str, timeout: float = 45.0) -> Job:
-    """Poll the job row until ``predicate(job)`` holds (the worker writes it)."""
-    deadline = time.monotonic() + timeout
-    job = None
-    while time.monotonic() < deadline:
-        job = Job.objects.get(pk=job_id)
-        if predicate(job):
-            return job
-        time.sleep(0.1)
-    pytest.fail(f"job {job_id} never reached {what}: phase={job.phase} reason={job.reason} "
-                f"message={job.message!r} last_error={job.last_error!r}")
 
 
 def refresh(client: APIClient, job_id: int, phase: str) -> Job:
@@ -70,8 +51,8 @@ def refresh(client: APIClient, job_id: int, phase: str) -> Job:
     before = Job.objects.get(pk=job_id).status_synced_at
     response = client.post(f"/api/v1/jobs/{job_id}/refresh/")
     assert response.status_code == 202
-    return wait_for(job_id, lambda j: j.status_synced_at != before and j.phase == phase,
-                    f"a fresh read with phase {phase}")
+    return wait_for_job(job_id, lambda j: j.status_synced_at != before and j.phase == phase,
+                        f"a fresh read with phase {phase}")
 
 
 def submit(client: APIClient, **overrides) -> int:
@@ -81,15 +62,9 @@ def submit(client: APIClient, **overrides) -> int:
     return response.json()["id"]
 
 
-def live_job(port, job: Job) -> dict:
-    meta = job.manifest["metadata"]
-    return port.get(job.manifest["apiVersion"], job.manifest["kind"], meta["name"],
-                    meta["namespace"])
-
-
 def created(job_id: int) -> Job:
     """Wait until the worker created the job on the cluster (and read it once)."""
-    return wait_for(job_id, lambda j: j.cluster_uid and j.status_synced_at, "created")
+    return wait_for_job(job_id, lambda j: j.cluster_uid and j.status_synced_at, "created")
 
 
 @pytest.mark.parametrize("kind", ["job", "jobset"])
@@ -202,7 +177,7 @@ def test_cancel_deactivates_the_workload_before_deleting_the_job(flow):
     server.counters.reset()
     response = client.post(f"/api/v1/jobs/{job_id}/cancel/")
     assert response.status_code == 202
-    wait_for(job_id, lambda j: "try later" in j.last_error, "a failed delete")
+    wait_for_job(job_id, lambda j: "try later" in j.last_error, "a failed delete")
     wl = kueue.get_workload(port, workload)
     assert wl["spec"]["active"] is False          # deactivated first ...
     assert live_job(port, job) is not None        # ... while the job still exists
@@ -213,7 +188,7 @@ def test_cancel_deactivates_the_workload_before_deleting_the_job(flow):
 
     # The task retries with backoff; once the API accepts the delete the job is gone.
     server.faults.clear()
-    job = wait_for(job_id, lambda j: j.phase == "Cancelled", "Cancelled", timeout=90)
+    job = wait_for_job(job_id, lambda j: j.phase == "Cancelled", "Cancelled", timeout=90)
     assert job.deleted_at is not None and job.finished_at is not None
     assert live_job(port, job) is None
     assert kueue.get_workload(port, workload)["spec"]["active"] is False

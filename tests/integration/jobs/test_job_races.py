@@ -2,34 +2,13 @@
 cancel after the job finished. Real transactions on PostgreSQL, one connection per
 thread; each checks that exactly one row / one cancel request is written."""
 
-import threading
-
 import pytest
-from django.db import connection
 
 from portal.models import AuditEvent, Job
+from tests.integration.helpers import together
 from tests.integration.jobs.conftest import build_world, job_payload
 
 URL = "/api/v1/jobs/"
-
-
-def _together(calls):
-    barrier = threading.Barrier(len(calls))
-    results = [None] * len(calls)
-
-    def run(index, call):
-        try:
-            barrier.wait()
-            results[index] = call()
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
 
 
 @pytest.fixture
@@ -42,7 +21,7 @@ def test_same_name_submitted_twice_at_once_creates_one_job(live_world, api):
         response = api(live_world[user]).post(URL, job_payload(name="twin"), format="json")
         return response.status_code, response.json()
 
-    results = _together([lambda: post("member_a"), lambda: post("member_a2")])
+    results = together([lambda: post("member_a"), lambda: post("member_a2")])
     assert sorted(code for code, _ in results) == [201, 400]
     (refusal,) = [body for code, body in results if code == 400]
     assert list(refusal) == ["name"] and "already has a job named 'twin'" in refusal["name"][0]
@@ -54,8 +33,8 @@ def test_cancel_twice_at_once_records_one_request(live_world, api):
     created = api(live_world["member_a"]).post(URL, job_payload(), format="json")
     job_id = created.json()["id"]
     path = f"{URL}{job_id}/cancel/"
-    codes = _together([lambda: api(live_world["member_a"]).post(path).status_code,
-                       lambda: api(live_world["lead_a"]).post(path).status_code])
+    codes = together([lambda: api(live_world["member_a"]).post(path).status_code,
+                      lambda: api(live_world["lead_a"]).post(path).status_code])
     assert codes == [202, 202]
     assert AuditEvent.objects.filter(action="job.cancel_requested").count() == 1
     assert Job.objects.get(pk=job_id).cancel_requested_at is not None

@@ -7,7 +7,6 @@ from decimal import Decimal
 
 import pytest
 from django.contrib.auth import get_user_model
-from rest_framework.test import APIClient
 
 from portal.models import Cluster, Cohort, GpuFlavor, Membership, QuotaGrant, Team
 
@@ -40,16 +39,3 @@ def world(db):
         Membership.objects.create(user=people[name], team=team, role=role)
     return {"staff": staff, "cluster": cluster, "h100": h100, "mig": mig, "cohort": cohort,
             "team_a": team_a, "team_b": team_b, "solo": solo, **people}
-
-
-@pytest.fixture
-def api():
-    """``api(user)`` -> an APIClient authenticated as ``user`` (``None``: anonymous)."""
-
-    def make(user=None) -> APIClient:
-        client = APIClient()
-        if user is not None:
-            client.force_authenticate(user)
-        return client
-
-    return make

@@ -2,12 +2,10 @@
 request, withdrawing an approved one. Each runs real transactions on PostgreSQL
 (threads with their own connections) and checks that exactly one decision is written."""
 
-import threading
-
 import pytest
-from django.db import connection
 
 from portal.models import AuditEvent, Cluster, QuotaGrant, QuotaRequest
+from tests.integration.helpers import together
 
 
 def _pending(world, nominal=20) -> QuotaRequest:
@@ -16,34 +14,14 @@ def _pending(world, nominal=20) -> QuotaRequest:
                                        justification="race")
 
 
-def _together(calls):
-    """Run each callable in its own thread (own connection), released at once."""
-    barrier = threading.Barrier(len(calls))
-    results = [None] * len(calls)
-
-    def run(index, call):
-        try:
-            barrier.wait()
-            results[index] = call()
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    return results
-
-
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.usefixtures("unconsumed_queue")
 def test_two_concurrent_approvals_write_one_decision(world, api):
     request = _pending(world)
     generation = Cluster.objects.get(pk=world["cluster"].pk).spec_generation
     path = f"/api/v1/quota-requests/{request.pk}/approve/"
-    codes = _together([lambda: api(world["staff"]).post(path, {}, format="json").status_code
-                       for _ in range(2)])
+    codes = together([lambda: api(world["staff"]).post(path, {}, format="json").status_code
+                      for _ in range(2)])
     assert sorted(codes) == [200, 400]
     request.refresh_from_db()
     assert request.state == "approved"
@@ -57,7 +35,7 @@ def test_two_concurrent_approvals_write_one_decision(world, api):
 @pytest.mark.usefixtures("unconsumed_queue")
 def test_approve_racing_withdraw_leaves_one_outcome(world, api):
     request = _pending(world)
-    codes = _together([
+    codes = together([
         lambda: api(world["staff"]).post(f"/api/v1/quota-requests/{request.pk}/approve/", {},
                                          format="json").status_code,
         lambda: api(world["lead_a"]).post(f"/api/v1/quota-requests/{request.pk}/withdraw/",

@@ -11,13 +11,11 @@ controllers as another user (``controllers``), so what it writes for them is not
 as the portal's.
 """
 
-import time
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 import yaml
-from rest_framework.test import APIClient
 
 from portal.models import Cohort, GpuFlavor, Job, PriorityClass
 from portal.services.catalog import cluster_backend_set
@@ -30,6 +28,7 @@ from queues.sim import kueue_objects as kueue_sim
 from queues.sim import volcano_objects as volcano_sim
 from queues.sim.apiserver.app import DEFAULT_USER
 from queues.volcano_jobs import COMMAND_API_VERSION
+from tests.integration.helpers import api_as, live_job, wait_for_job
 from tests.schema import validate_manifest
 
 RBAC = Path(__file__).resolve().parents[3] / "deploy" / "rbac.yaml"
@@ -87,45 +86,20 @@ def test_every_document_validates_and_the_binding_wires_the_service_account():
 # --------------------------------------------------------------------------- helpers
 
 
-def _api(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
-
-
-def _wait_for(job_id: int, predicate, what: str, timeout: float = 45.0) -> Job:
-    """Poll the job row until ``predicate(job)`` holds (the worker writes it)."""
-    deadline = time.monotonic() + timeout
-    job = None
-    while time.monotonic() < deadline:
-        job = Job.objects.get(pk=job_id)
-        if predicate(job):
-            return job
-        time.sleep(0.1)
-    pytest.fail(f"job {job_id} never reached {what}: phase={job.phase} reason={job.reason} "
-                f"message={job.message!r} last_error={job.last_error!r}")
-
-
 def _submit(world, name: str, kind: str = "job") -> Job:
     """``POST /api/v1/jobs/`` as team-a's lead; wait until the worker created and read it."""
     body = {"team": "team-a", "name": name, "image": "ghcr.io/acme/train:1.4",
             "command": ["torchrun", "train.py"], "workers": 2, "gpus_per_worker": 4,
             "flavor": "h100", "kind": kind}
-    response = _api(world["lead_a"]).post("/api/v1/jobs/", body, format="json")
+    response = api_as(world["lead_a"]).post("/api/v1/jobs/", body, format="json")
     assert response.status_code == 201, response.json()
-    return _wait_for(response.json()["id"], lambda j: j.cluster_uid and j.status_synced_at,
-                     "created on the cluster")
+    return wait_for_job(response.json()["id"], lambda j: j.cluster_uid and j.status_synced_at,
+                        "created on the cluster")
 
 
 def _cancel(world, job: Job) -> None:
-    response = _api(world["lead_a"]).post(f"/api/v1/jobs/{job.pk}/cancel/")
+    response = api_as(world["lead_a"]).post(f"/api/v1/jobs/{job.pk}/cancel/")
     assert response.status_code == 202, response.json()
-
-
-def _live(port, job: Job) -> dict | None:
-    meta = job.manifest["metadata"]
-    return port.get(job.manifest["apiVersion"], job.manifest["kind"], meta["name"],
-                    meta["namespace"])
 
 
 def _managed(port, kinds) -> set[tuple[str, str]]:
@@ -168,7 +142,7 @@ def _kueue_flows(world, server, controllers) -> None:
     assert (job.manifest["kind"], job_set.manifest["kind"]) == ("Job", "JobSet")
     workloads = {}
     for item in (job, job_set):  # Kueue: a Workload per job, waiting for quota
-        workloads[item.pk] = kueue_sim.create_workload(controllers, _live(controllers, item))
+        workloads[item.pk] = kueue_sim.create_workload(controllers, live_job(controllers, item))
         kueue_sim.set_pending(controllers, workloads[item.pk],
                               message=kueue_sim.insufficient_quota_message(
                                   "nvidia.com/gpu", "h100", 8))
@@ -187,8 +161,8 @@ def _kueue_flows(world, server, controllers) -> None:
     # Cancel: deactivate (the JobSet's; the Job's already is), then delete.
     for item in (job, job_set):
         _cancel(world, item)
-        _wait_for(item.pk, lambda j: j.deleted_at is not None, "deleted")
-        assert _live(controllers, item) is None
+        wait_for_job(item.pk, lambda j: j.deleted_at is not None, "deleted")
+        assert live_job(controllers, item) is None
         assert kueue_sim.get_workload(controllers, workloads[item.pk])["spec"]["active"] is False
 
 
@@ -210,7 +184,7 @@ def _volcano_flows(world, server, controllers) -> None:
     _resync_with_every_list_failing(server, cluster.pk)
 
     job = _submit(world, "train-vc")  # the web process reads the Queue (closed?) first
-    live = _live(controllers, job)
+    live = live_job(controllers, job)
     assert (live["apiVersion"], live["kind"]) == ("batch.volcano.sh/v1alpha1", "Job")
     volcano_sim.create_podgroup(controllers, live)
     volcano_sim.set_podgroup(controllers, live, phase="Running", running=2, scheduled=True)
@@ -224,12 +198,12 @@ def _volcano_flows(world, server, controllers) -> None:
     # cancel's AbortJob (same name) already exists (409), so the worker reads it instead.
     assert job_deactivate_task.delay(job.pk).get(timeout=30)["action"] == "AbortJob"
     _cancel(world, job)
-    _wait_for(job.pk, lambda j: j.phase == "Cancelled", "Cancelled (aborting)")
+    wait_for_job(job.pk, lambda j: j.phase == "Cancelled", "Cancelled (aborting)")
     namespace = job.manifest["metadata"]["namespace"]
     assert volcano_sim.execute_commands(controllers, namespace) == [("AbortJob", "train-vc")]
     jobs_sync_task.delay().get(timeout=30)  # TerminateJob, then the vcjob is deleted
     assert Job.objects.get(pk=job.pk).deleted_at is not None
-    assert _live(controllers, job) is None
+    assert live_job(controllers, job) is None
     assert [c["action"] for c in controllers.list(COMMAND_API_VERSION, "Command", "",
                                                   namespace)] == ["TerminateJob"]
 

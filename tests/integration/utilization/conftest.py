@@ -51,17 +51,3 @@ def usage_world(db):
     return {"cluster": cluster, "h100": h100, "mig": mig, "team_a": team_a, "team_b": team_b,
             "team_c": team_c, "staff": staff, "lead_a": lead_a, "owner": owner,
             "member_b": member_b, "jobs": jobs}
-
-
-@pytest.fixture
-def api():
-    """``api(user)`` -> an APIClient authenticated as ``user``."""
-    from rest_framework.test import APIClient
-
-    def make(user=None) -> APIClient:
-        client = APIClient()
-        if user is not None:
-            client.force_authenticate(user)
-        return client
-
-    return make
