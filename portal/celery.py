@@ -47,3 +47,6 @@ RETRY_POLICY = {
     "retry_jitter": True,
     "max_retries": 8,
 }
+
+# Task outcomes and durations for GET /metrics: Celery signal handlers in every worker.
+import portal.metrics.signals  # noqa: E402,F401

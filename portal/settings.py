@@ -123,7 +123,8 @@ STORAGES = {
 # --- security (production defaults when DEBUG is off) -----------------------------
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# Probes and Prometheus scrapes talk plain HTTP to the pod (TLS ends at the ingress).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
@@ -242,6 +243,13 @@ WHATIF_MAX_JOBS = env.int("WHATIF_MAX_JOBS", default=2000)
 WHATIF_DEFAULT_DURATION_SECONDS = env.int("WHATIF_DEFAULT_DURATION_SECONDS", default=3600)
 #: Seconds a what-if result is cached (key: request, spec generation, newest job id).
 WHATIF_CACHE_SECONDS = env.int("WHATIF_CACHE_SECONDS", default=600)
+
+# --- the portal's own metrics (GET /metrics, portal/metrics/) -------------------------
+#: Bearer token Prometheus presents on /metrics; empty: staff sessions only.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+#: Redis where workers count task outcomes and reconcile runs; empty: not counted.
+METRICS_REDIS_URL = env.str("METRICS_REDIS_URL", default=REDIS_URL)
+METRICS_KEY_PREFIX = env.str("METRICS_KEY_PREFIX", default="gpuq:metrics")
 
 # --- logging ------------------------------------------------------------------------
 LOGGING = {
