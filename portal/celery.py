@@ -48,5 +48,7 @@ RETRY_POLICY = {
     "max_retries": 8,
 }
 
-# Task outcomes and durations for GET /metrics: Celery signal handlers in every worker.
+# Celery signal handlers of every worker: the task context (task id, cluster) of each log
+# line and JSON logs when configured; task outcomes and durations for GET /metrics.
+import portal.logs  # noqa: E402,F401
 import portal.metrics.signals  # noqa: E402,F401
