@@ -35,6 +35,7 @@ pytestmark = pytest.mark.usefixtures("celery_worker_process")
 
 TOKEN = "scrape-token-0123456789"
 RULES = REPO_ROOT / "deploy" / "prometheus" / "gpu-quota-portal-rules.yaml"
+RULES_TESTS = RULES.with_name("gpu-quota-portal-rules.test.yaml")
 DASHBOARD = REPO_ROOT / "deploy" / "grafana" / "gpu-quota-portal-dashboard.json"
 
 
@@ -190,7 +191,7 @@ def test_prometheus_scrapes_the_portal_figures(metrics_world):
         assert prom.target()["health"] == "up"
 
 
-def test_the_sample_alert_rules_pass_promtool():
+def test_the_sample_alert_rules_pass_promtool_check_and_their_unit_tests():
     promtool = shutil.which("promtool")
     if promtool is None:
         unavailable("promtool is not installed (Debian's prometheus package has it)")
@@ -198,6 +199,11 @@ def test_the_sample_alert_rules_pass_promtool():
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "SUCCESS: 10 rules found" in proc.stdout
+    # The rules' own unit tests: alerts fire (and stay quiet) on synthetic series.
+    proc = subprocess.run([promtool, "test", "rules", RULES_TESTS.name], capture_output=True,
+                          text=True, timeout=60, cwd=RULES_TESTS.parent)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "SUCCESS" in proc.stdout
 
 
 def exported_names(text: str) -> set[str]:
