@@ -17,6 +17,7 @@ from tests.factories import (
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("unconsumed_queue")   # the job stays Submitted: no worker acts
 def test_member_submits_a_job_and_sees_it_in_the_list(live_server, page):
     cluster = make_cluster(name="gpu-east")
     flavor = make_flavor(cluster=cluster, name="a100", physical_gpus=16, gpu_model="A100-80GB",
