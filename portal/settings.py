@@ -35,6 +35,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI assets served locally at /api/docs/
     "django_filters",
     "portal",
 ]
@@ -152,6 +153,9 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Self-service GPU quota, gang jobs, fairness and utilization.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery -----------------------------------------------------------------------
@@ -164,6 +168,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         "data_folder_in": str(VAR_DIR / "broker"),
         "data_folder_out": str(VAR_DIR / "broker"),
         "processed_folder": str(VAR_DIR / "broker-processed"),
+        # Exchange tables; Kombu's default is ./control in the working directory.
+        "control_folder": str(VAR_DIR / "broker-control"),
         "store_processed": False,
     }
     if CELERY_BROKER_URL.startswith("filesystem://")
@@ -181,8 +187,10 @@ CELERY_BEAT_SCHEDULE = {
     # and a full drift check of each every RECONCILE_DRIFT_CHECK_SECONDS.
     "resync": {"task": "portal.resync", "schedule": 30.0},
     # GPU utilization: a 5-minute sample from DCGM, hourly/daily rollups, retention,
-    # then idle-GPU detection over the stored samples.
-    "usage-collect": {"task": "portal.usage_collect", "schedule": 300.0},
+    # then idle-GPU detection over the stored samples. Collecting more often than the
+    # bucket (the demo: 20 s) refreshes the current bucket's rows (replaced whole).
+    "usage-collect": {"task": "portal.usage_collect",
+                      "schedule": env.float("USAGE_COLLECT_INTERVAL_SECONDS", default=300.0)},
     "usage-rollup": {"task": "portal.usage_rollup", "schedule": 3600.0},
     "usage-prune": {"task": "portal.usage_prune", "schedule": 86400.0},
     "idle-detect": {"task": "portal.idle_detect", "schedule": 900.0},
