@@ -25,7 +25,7 @@ from portal.services.jobs import job_cancel, job_check, job_refresh, job_submit
 
 
 def _list_or_404(request: HttpRequest, slug: str | None):
-    page = job_list_page(user=request.user, slug=slug)
+    page = job_list_page(user=request.user, slug=slug, params=request.GET)
     if page is None:
         raise Http404("No such team.")
     return page
@@ -43,9 +43,11 @@ def job_list(request: HttpRequest, slug: str | None = None) -> HttpResponse:
 @require_GET
 def job_rows(request: HttpRequest, slug: str | None = None) -> JsonResponse:
     """``GET /jobs/rows.json`` and ``/teams/<slug>/jobs/rows.json``: the list's rows as
-    JSON (``{"jobs": [...]}``), what the page's script polls to refresh itself."""
+    JSON (``{"jobs": [...], "total": N, "page": P, "pages": K}``) with the page's own
+    filters and page number, what the page's script polls to refresh itself."""
     page = _list_or_404(request, slug)
-    return JsonResponse({"jobs": page.as_json()})
+    return JsonResponse({"jobs": page.as_json(), "total": page.pager.paginator.count,
+                         "page": page.pager.number, "pages": page.pager.paginator.num_pages})
 
 
 def _form_context(request: HttpRequest, slug: str) -> JobFormContext:

@@ -96,7 +96,8 @@ def test_outsiders_get_404_on_every_job_page(client, world):
                 f"/teams/team-a/jobs/{job.pk}/refresh/", f"/teams/team-b/jobs/{job.pk}/cancel/"):
         assert client.post(url, form_data()).status_code == 404, url
     assert "train" not in client.get("/jobs/").content.decode()
-    assert client.get("/jobs/rows.json").json() == {"jobs": []}
+    assert client.get("/jobs/rows.json").json() == {"jobs": [], "total": 0, "page": 1,
+                                                     "pages": 1}
     job.refresh_from_db()
     assert job.cancel_requested_at is None
 
@@ -155,7 +156,8 @@ def test_list_rows_json_is_what_the_script_redraws(client, world):
     assert row["id"] == job.pk and row["team"] == "team-a" and row["phase"] == "Queued"
     assert row["queue_position"] == 0 and row["can_cancel"] is True
     html = client.get("/teams/team-a/jobs/").content.decode()
-    assert "js/job_list.js" in html and 'data-rows-url="/teams/team-a/jobs/rows.json"' in html
+    assert "js/job_list.js" in html
+    assert 'data-rows-url="/teams/team-a/jobs/rows.json?page=1"' in html
 
 
 def _queries(client, url: str) -> int:
