@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from portal import access
-from portal.forms import JobForm, add_service_error
+from portal.forms import JobForm, add_service_error, plain_item_message
 from portal.selectors.jobs import (
     JobFormContext,
     job_detail_page,
@@ -73,7 +73,7 @@ def job_new(request: HttpRequest, slug: str) -> HttpResponse:
             add_service_error(form, exc)
         else:
             messages.success(request, f"Job {job.name} submitted.")
-            return redirect("team-jobs", slug=slug)
+            return redirect("job-page", slug=slug, pk=job.pk)
     status = 400 if request.method == "POST" else 200
     return render(request, "portal/job_form.html",
                   {"form": form, "team": context.team, "context": context}, status=status)
@@ -95,7 +95,7 @@ def job_validate(request: HttpRequest, slug: str) -> JsonResponse:
         try:
             plan = job_check(actor=request.user, team=context.team, **form.service_kwargs())
         except ValidationError as exc:
-            errors = {k: list(v) for k, v in exc.message_dict.items()}
+            errors = {k: [plain_item_message(m) for m in v] for k, v in exc.message_dict.items()}
         else:
             total, maximum, resource = plan.total_gpus, plan.max_gpus, plan.flavor.gpu_resource
     else:
