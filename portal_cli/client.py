@@ -50,9 +50,8 @@ class Client:
             "User-Agent": f"gpuq/{__version__}",
         })
 
-    def request(self, method: str, path: str, *, params: dict | None = None,
-                body: dict | None = None) -> Any:
-        url = self.base + path.lstrip("/")
+    def _send(self, method: str, url: str, *, params: dict | None = None,
+              body: dict | None = None):
         try:
             response = self.session.request(
                 method, url, params={k: v for k, v in (params or {}).items() if v is not None},
@@ -65,7 +64,11 @@ class Client:
             data = response.text
         if response.status_code >= 400:
             raise ApiError(response.status_code, data, url)
-        return data
+        return data, response
+
+    def request(self, method: str, path: str, *, params: dict | None = None,
+                body: dict | None = None) -> Any:
+        return self._send(method, self.base + path.lstrip("/"), params=params, body=body)[0]
 
     def get(self, path: str, **params) -> Any:
         return self.request("GET", path, params=params)
@@ -73,19 +76,12 @@ class Client:
     def post(self, path: str, body: dict | None = None) -> Any:
         return self.request("POST", path, body=body)
 
-    def list(self, path: str, **params) -> list:
-        """A list endpoint's items (plain list or DRF's paginated ``results``, all pages)."""
-        data = self.get(path, **params)
-        if isinstance(data, list):
-            return data
-        items = list(data.get("results", []))
-        while data.get("next"):
-            try:
-                response = self.session.get(data["next"], timeout=self.timeout)
-            except requests.RequestException as error:
-                raise Unreachable(f"cannot reach {data['next']}: {error}") from None
-            if response.status_code >= 400:
-                raise ApiError(response.status_code, response.text, data["next"])
-            data = response.json()
-            items += data.get("results", [])
-        return items
+    def list(self, path: str, *, limit: int | None = None, **params) -> list:
+        """A list endpoint's items, every page: the API's body is the page's array and the
+        next page is the ``Link: <...>; rel="next"`` header (RFC 8288). At most ``limit``."""
+        data, response = self._send("GET", self.base + path.lstrip("/"), params=params)
+        items = list(data or [])
+        while "next" in response.links and (limit is None or len(items) < limit):
+            data, response = self._send("GET", response.links["next"]["url"])
+            items += data or []
+        return items if limit is None else items[:limit]

@@ -4,7 +4,7 @@ Commands (``gpuq <command> --help`` for each)::
 
     gpuq submit -f job.yaml [--name ...]      submit a job (a YAML file, flags, or both)
     gpuq submit --team T --flavor h100 --image I --gpus 4 --workers 2 -- python train.py
-    gpuq list [--team T] [--phase Queued]     jobs of your teams
+    gpuq list [--team T] [--phase Queued]     jobs of your teams (every page; --limit N)
     gpuq status JOB                           one job
     gpuq why JOB                              why it waits (reason, message, queue position)
     gpuq wait JOB [--timeout 3600]            until it finishes (exit code = its outcome)
@@ -210,7 +210,7 @@ def cmd_submit(client: Client, args) -> int:
 
 
 def cmd_list(client: Client, args) -> int:
-    jobs = client.list("jobs/", team=args.team, phase=args.phase)
+    jobs = client.list("jobs/", limit=args.limit, team=args.team, phase=args.phase)
     emit(args, jobs, table(jobs, [("id", "ID"), ("team", "TEAM"), ("name", "NAME"),
                                   ("phase", "PHASE"), ("reason", "REASON"),
                                   ("flavor", "FLAVOR"), ("total_gpus", "GPUS"),
@@ -366,6 +366,7 @@ def parser() -> argparse.ArgumentParser:
     lst.add_argument("--team")
     lst.add_argument("--phase", choices=["Submitted", "Queued", "Admitted", "Running",
                                          "Succeeded", "Failed", "Cancelled"])
+    lst.add_argument("--limit", type=int, help="at most this many (default: every page)")
     lst.set_defaults(func=cmd_list)
 
     for name, func, helptext in (("status", cmd_status, "one job"),

@@ -226,6 +226,21 @@ def test_quota_request_usage_and_the_exit_codes(cli_world):
     assert code == TIMEOUT and "timed out after 0.5 s" in out
 
 
+def test_list_follows_the_api_pages(cli_world, settings):
+    from portal.models import Job
+
+    settings.API_PAGE_SIZE = 2  # the live server runs in this process
+    world = cli_world
+    for i in range(5):
+        Job.objects.create(team=world["team_a"], submitter=world["member_a"], name=f"paged-{i}",
+                           image="i:1", command=["true"], flavor=world["h100"])
+    code, out, err = gpuq(world, "list", "-o", "json")
+    assert code == OK, err
+    assert sorted(j["name"] for j in json.loads(out)) == [f"paged-{i}" for i in range(5)]
+    code, out, _ = gpuq(world, "list", "--limit", "3", "-o", "json")
+    assert len(json.loads(out)) == 3
+
+
 def test_the_config_file_gives_url_and_token_and_must_be_private(cli_world):
     world = cli_world
     config = world["tmp"] / "config" / "gpuq" / "config.yaml"
