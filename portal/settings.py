@@ -14,7 +14,9 @@ import plotly
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
-env.read_env(BASE_DIR / ".env", overwrite=False)
+#: The env file read first (variables already set win); ``PORTAL_ENV_FILE`` names another.
+ENV_FILE = Path(environ.Env().str("PORTAL_ENV_FILE", default=str(BASE_DIR / ".env")))
+env.read_env(ENV_FILE, overwrite=False)
 #: Local state of the embedded default: SQLite file, filesystem broker, beat schedule.
 VAR_DIR = Path(env.str("PORTAL_VAR_DIR", default=str(BASE_DIR / "var")))
 
@@ -225,9 +227,10 @@ IDLE_SNOOZE_HOURS = env.float("IDLE_SNOOZE_HOURS", default=72.0)
 #: Sender of idle-GPU emails.
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="gpu-portal@localhost")
 #: Django's mailers (Django 6.1): SMTP at EMAIL_HOST:EMAIL_PORT in production, the
-#: console in the demo (DEBUG); EMAIL_BACKEND overrides the backend class.
-_EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.smtp.EmailBackend"
-                         if not DEBUG else "django.core.mail.backends.console.EmailBackend")
+#: console in the demo (DEBUG); EMAIL_BACKEND overrides the backend class (empty = default).
+_EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="") or (
+    "django.core.mail.backends.smtp.EmailBackend" if not DEBUG
+    else "django.core.mail.backends.console.EmailBackend")
 MAILERS = {"default": {"BACKEND": _EMAIL_BACKEND, "OPTIONS": {
     "host": env.str("EMAIL_HOST", default="localhost"),
     "port": env.int("EMAIL_PORT", default=25),
