@@ -11,6 +11,7 @@ from pathlib import Path
 
 import environ
 import plotly
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -43,6 +44,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "portal.middleware.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -130,9 +133,41 @@ SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
-SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
+#: HSTS preload is opt-in: once browsers ship the domain in their preload list, undoing
+#: it takes months. Set SECURE_HSTS_PRELOAD=true only for a domain (and every
+#: subdomain) that is HTTPS-only for good.
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# check --deploy warns while preload is off (security.W021): off is the deliberate default.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+#: Content-Security-Policy (Django's own middleware): scripts, styles, images, fonts
+#: and XHR only from the portal itself; no inline scripts (the pages' JS is in
+#: static/js), no framing, forms post only to the portal. Styles allow 'unsafe-inline'
+#: because plotly.js sets style attributes on the SVG it draws.
+#: CSP_REPORT_ONLY=true sends the same policy as Content-Security-Policy-Report-Only.
+_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+if env.bool("CSP_REPORT_ONLY", default=False):
+    SECURE_CSP, SECURE_CSP_REPORT_ONLY = {}, _CSP
+else:
+    SECURE_CSP, SECURE_CSP_REPORT_ONLY = _CSP, {}
+#: Permissions-Policy (portal.middleware): the portal uses no browser feature below.
+PERMISSIONS_POLICY = env.str(
+    "PERMISSIONS_POLICY",
+    default="accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), "
+            "microphone=(), payment=(), usb=(), browsing-topics=()",
+)
 
 # --- REST API ---------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -151,6 +186,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Self-service GPU quota, gang jobs, fairness and utilization.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/schema/ answers signed-in users only (session or token), like the API.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
 }
 
 # --- Celery -----------------------------------------------------------------------
