@@ -7,6 +7,7 @@ a Redis broker when ``REDIS_URL`` is set or else Kombu's filesystem transport
 secure defaults that ``manage.py check --deploy`` asks for.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -36,9 +37,10 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
     "drf_spectacular",
     "django_filters",
+    "axes",
     "portal",
 ]
 
@@ -53,6 +55,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # last, as django-axes asks: turns a locked-out login into the lockout page
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -97,6 +101,30 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+#: django-axes first: it refuses a locked-out login before the password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+#: Failed logins (django-axes, stored in the database): after LOGIN_FAILURE_LIMIT failures
+#: of one username from one IP address, that pair is locked out for
+#: LOGIN_LOCKOUT_MINUTES; the login page answers 429 and says for how long. A success
+#: resets the count. LOGIN_LOCKOUT_PARAMETERS: comma-separated alternatives, each
+#: "username", "ip_address" or a combination joined by "+" (default
+#: "username+ip_address"; "username" alone also stops a spread-out attack on one
+#: account, at the price of letting anyone lock that account). AXES_IPWARE_PROXY_COUNT:
+#: proxies in front of the portal, so the client's IP is read from X-Forwarded-For.
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [
+    part.split("+") if "+" in part else part
+    for part in env.list("LOGIN_LOCKOUT_PARAMETERS", default=["username+ip_address"])
+]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_IPWARE_PROXY_COUNT = env.int("AXES_IPWARE_PROXY_COUNT", default=None) or None
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
@@ -172,7 +200,8 @@ PERMISSIONS_POLICY = env.str(
 # --- REST API ---------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # knox's hashed tokens behind the anonymous-IP throttle (portal/api/auth.py)
+        "portal.api.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -180,6 +209,43 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "portal.api.errors.ContentNegotiation",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "portal.api.throttles.UserRateThrottle",
+        "portal.api.throttles.AnonRateThrottle",
+    ],
+    "NUM_PROXIES": env.int("API_NUM_PROXIES", default=None),
+}
+#: API tokens (django-rest-knox, model portal.ApiToken): stored hashed, sent as
+#: "Authorization: Token <secret>". A new token expires after API_TOKEN_DEFAULT_DAYS
+#: unless its maker picks another lifetime, at most API_TOKEN_MAX_DAYS (0 = no cap,
+#: and then "never expires" may be chosen).
+API_TOKEN_DEFAULT_DAYS = env.int("API_TOKEN_DEFAULT_DAYS", default=90)
+API_TOKEN_MAX_DAYS = env.int("API_TOKEN_MAX_DAYS", default=365)
+KNOX_TOKEN_MODEL = "portal.ApiToken"  # noqa: S105 - a model name
+#: knox's own migrations create its (swapped-out) AuthToken table all the same, with a
+#: foreign key to users that nothing cleans; the portal's table is portal.ApiToken.
+MIGRATION_MODULES = {"knox": None}
+REST_KNOX = {
+    "TOKEN_MODEL": KNOX_TOKEN_MODEL,
+    "TOKEN_TTL": timedelta(days=API_TOKEN_DEFAULT_DAYS),
+    "AUTH_HEADER_PREFIX": "Token",
+    "AUTO_REFRESH": False,
+}
+#: Requests per user (signed in) and per anonymous client IP (portal/api/throttles.py),
+#: as DRF rates: N/second, N/minute, N/hour or N/day; empty = unthrottled.
+API_THROTTLE_RATES = {
+    "user": env.str("API_THROTTLE_USER", default="1200/minute") or None,
+    "anon": env.str("API_THROTTLE_ANON", default="60/minute") or None,
+}
+#: The API throttles' counts: shared by every web process through Redis when REDIS_URL
+#: is set (keys prefixed "throttle:"; never cleared by the portal), else per process.
+_THROTTLE_REDIS = env.str("REDIS_URL", default="")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                 "LOCATION": _THROTTLE_REDIS, "KEY_PREFIX": "throttle"}
+    if _THROTTLE_REDIS else
+    {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU quota portal API",
@@ -188,6 +254,9 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     # /api/schema/ answers signed-in users only (session or token), like the API.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # every operation may answer 429 (the throttles): portal/api/schema.py
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "portal.api.schema.add_throttled_responses"],
 }
 
 # --- Celery -----------------------------------------------------------------------
