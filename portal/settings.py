@@ -342,6 +342,12 @@ MAILERS = {"default": {"BACKEND": _EMAIL_BACKEND, "OPTIONS": {
     "port": env.int("EMAIL_PORT", default=25),
 } if _EMAIL_BACKEND.endswith("smtp.EmailBackend") else {}}}
 
+# --- job images (portal/services/images.py) -------------------------------------------
+#: Registries a job's image may come from (host or host:port, comma-separated; empty =
+#: any registry but loopback and link-local ones, which IMAGE_ALLOW_LOCAL_REGISTRIES allows).
+IMAGE_REGISTRIES = env.list("IMAGE_REGISTRIES", default=[])
+IMAGE_ALLOW_LOCAL_REGISTRIES = env.bool("IMAGE_ALLOW_LOCAL_REGISTRIES", default=False)
+
 # --- what-if before approval (portal/selectors/whatif.py) -------------------------
 #: Days of submitted jobs the quota preview replays through the simulator.
 WHATIF_DAYS = env.int("WHATIF_DAYS", default=7)

@@ -29,6 +29,7 @@ from portal.selectors.quota import max_admissible_gpus
 from portal.selectors.specs import cluster_specs, flavor_spec
 from portal.services.audit import audit_record
 from portal.services.fields import whole_count
+from portal.services.images import registry_problem
 from queues import jobs as qjobs
 from queues import quantity
 from queues import volcano_jobs as vjobs
@@ -146,6 +147,8 @@ def job_check(
         priority_row = PriorityClass.objects.filter(name=priority).first()
         if priority_row is None:
             fail("priority", f"No priority class named '{priority}'.")
+    if isinstance(image, str) and (problem := registry_problem(image)):
+        fail("image", f"Refused: {problem}.")
     if isinstance(name, str) and Job.objects.filter(team=team, name=name,
                                                     deleted_at__isnull=True).exists():
         fail("name", f"Team '{team.slug}' already has a job named '{name}'; "
