@@ -314,6 +314,21 @@ KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
 #: (each request; a timeout is a transient error, retried with backoff).
 KUBE_CONNECT_TIMEOUT = env.float("KUBE_CONNECT_TIMEOUT", default=5.0)
 KUBE_REQUEST_TIMEOUT = env.float("KUBE_REQUEST_TIMEOUT", default=30.0)
+#: Pod Security admission labels on team namespaces: pods in them must meet
+#: POD_SECURITY_LEVEL (enforce; default baseline: no privileged pods, host namespaces or
+#: host paths) and are warned about and audited against POD_SECURITY_WARN_LEVEL
+#: (default restricted). Levels: privileged, baseline, restricted; empty = no label.
+POD_SECURITY_LEVEL = env.str("POD_SECURITY_LEVEL", default="baseline")
+POD_SECURITY_WARN_LEVEL = env.str("POD_SECURITY_WARN_LEVEL", default="restricted")
+for _level in (POD_SECURITY_LEVEL, POD_SECURITY_WARN_LEVEL):
+    if _level not in ("", "privileged", "baseline", "restricted"):
+        raise environ.ImproperlyConfigured(
+            f"POD_SECURITY_LEVEL and POD_SECURITY_WARN_LEVEL must be privileged, baseline, "
+            f"restricted or empty; got {_level!r}")
+POD_SECURITY_LABELS = tuple(
+    (mode, level) for mode, level in (("enforce", POD_SECURITY_LEVEL),
+                                      ("warn", POD_SECURITY_WARN_LEVEL),
+                                      ("audit", POD_SECURITY_WARN_LEVEL)) if level)
 #: Seconds between full reconciles of an up-to-date cluster (finds hand edits).
 RECONCILE_DRIFT_CHECK_SECONDS = env.float("RECONCILE_DRIFT_CHECK_SECONDS", default=300.0)
 

@@ -8,14 +8,22 @@
 ``NUM_PROXIES`` (``API_NUM_PROXIES``: the number of proxies in front of the portal).
 """
 
+import logging
+
 from django.conf import settings
 from django.core.cache import caches
 from rest_framework import throttling
 
+logger = logging.getLogger(__name__)
+
 
 class _SettingsRate:
     """The rate of ``scope`` from ``settings.API_THROTTLE_RATES``, read on each request
-    (DRF's own classes freeze the rates at import), counted in the ``throttle`` cache."""
+    (DRF's own classes freeze the rates at import), counted in the ``throttle`` cache.
+
+    When that cache cannot be reached (Redis down) the request is let through and a
+    warning logged: the throttle must not turn a Redis outage into an API outage.
+    """
 
     @property
     def cache(self):
@@ -23,6 +31,13 @@ class _SettingsRate:
 
     def get_rate(self):
         return settings.API_THROTTLE_RATES.get(self.scope)
+
+    def allow_request(self, request, view):
+        try:
+            return super().allow_request(request, view)
+        except Exception as exc:  # noqa: BLE001 - the cache backend's own errors
+            logger.warning("API throttle %s not applied: cache unreachable (%s)", self.scope, exc)
+            return True
 
 
 class UserRateThrottle(_SettingsRate, throttling.UserRateThrottle):
@@ -43,14 +58,22 @@ class AnonRateThrottle(_SettingsRate, throttling.AnonRateThrottle):
             self.history.pop()
 
     def over_limit(self, request) -> bool:
-        """True when the client IP has used up its rate (nothing is counted)."""
+        """True when the client IP has used up its rate (nothing is counted; False when
+        the cache cannot be reached)."""
         if self.rate is None:
             return False
-        self._load(request)
+        try:
+            self._load(request)
+        except Exception as exc:  # noqa: BLE001 - the cache backend's own errors
+            logger.warning("API throttle anon not applied: cache unreachable (%s)", exc)
+            return False
         return len(self.history) >= self.num_requests
 
     def record(self, request) -> None:
         """Count one request (a failed authentication) against the client IP."""
         if self.rate is None or self.over_limit(request):
             return
-        self.throttle_success()
+        try:
+            self.throttle_success()
+        except Exception as exc:  # noqa: BLE001 - the cache backend's own errors
+            logger.warning("API throttle anon not counted: cache unreachable (%s)", exc)

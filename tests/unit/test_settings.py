@@ -65,3 +65,15 @@ def test_hsts_preload_is_opt_in():
     assert opted_out.split(maxsplit=2) == ["31536000", "True", "[]\n"]
     result = _manage("check", "--deploy", "--fail-level", "WARNING", extra_env=opted)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_pod_security_levels_come_from_the_environment():
+    show = "from django.conf import settings as s; print(s.POD_SECURITY_LABELS)"
+    default = _manage("shell", "--no-imports", "-c", show, extra_env={})
+    assert default.stdout.strip() == (
+        "(('enforce', 'baseline'), ('warn', 'restricted'), ('audit', 'restricted'))")
+    chosen = _manage("shell", "--no-imports", "-c", show, extra_env={
+        "POD_SECURITY_LEVEL": "restricted", "POD_SECURITY_WARN_LEVEL": ""})
+    assert chosen.stdout.strip() == "(('enforce', 'restricted'),)"
+    wrong = _manage("check", extra_env={"POD_SECURITY_LEVEL": "strict"})
+    assert wrong.returncode != 0 and "got 'strict'" in wrong.stderr

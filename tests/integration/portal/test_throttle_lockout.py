@@ -129,3 +129,15 @@ def test_schema_documents_the_token_scheme_and_429():
     op = schema["paths"]["/api/v1/teams/"]["get"]
     assert {"tokenAuth": []} in op["security"]
     assert "Retry-After" in op["responses"]["429"]["headers"]
+
+
+@pytest.mark.django_db
+def test_an_unreachable_throttle_cache_lets_requests_through(rates, settings, caplog):
+    settings.CACHES = {**settings.CACHES, "throttle": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": "redis://127.0.0.1:1/0"}}  # nothing listens on port 1
+    client = APIClient()
+    client.force_authenticate(make_user("jay"))
+    assert {client.get("/api/v1/teams/").status_code for _ in range(5)} == {200}
+    assert APIClient().get("/api/v1/teams/").status_code == 401
+    assert any("cache unreachable" in r.getMessage() for r in caplog.records)
