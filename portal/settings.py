@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "knox",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI assets served locally at /api/docs/
     "django_filters",
     "axes",
     "portal",
@@ -257,6 +258,9 @@ SPECTACULAR_SETTINGS = {
     # every operation may answer 429 (the throttles): portal/api/schema.py
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
                              "portal.api.schema.add_throttled_responses"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery -----------------------------------------------------------------------
@@ -269,6 +273,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         "data_folder_in": str(VAR_DIR / "broker"),
         "data_folder_out": str(VAR_DIR / "broker"),
         "processed_folder": str(VAR_DIR / "broker-processed"),
+        # Exchange tables; Kombu's default is ./control in the working directory.
+        "control_folder": str(VAR_DIR / "broker-control"),
         "store_processed": False,
     }
     if CELERY_BROKER_URL.startswith("filesystem://")
@@ -286,8 +292,10 @@ CELERY_BEAT_SCHEDULE = {
     # and a full drift check of each every RECONCILE_DRIFT_CHECK_SECONDS.
     "resync": {"task": "portal.resync", "schedule": 30.0},
     # GPU utilization: a 5-minute sample from DCGM, hourly/daily rollups, retention,
-    # then idle-GPU detection over the stored samples.
-    "usage-collect": {"task": "portal.usage_collect", "schedule": 300.0},
+    # then idle-GPU detection over the stored samples. Collecting more often than the
+    # bucket (the demo: 20 s) refreshes the current bucket's rows (replaced whole).
+    "usage-collect": {"task": "portal.usage_collect",
+                      "schedule": env.float("USAGE_COLLECT_INTERVAL_SECONDS", default=300.0)},
     "usage-rollup": {"task": "portal.usage_rollup", "schedule": 3600.0},
     "usage-prune": {"task": "portal.usage_prune", "schedule": 86400.0},
     "idle-detect": {"task": "portal.idle_detect", "schedule": 900.0},

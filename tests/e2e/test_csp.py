@@ -12,7 +12,7 @@ from tests.integration.portal.fairness_world import build_fairness_world
 PAGES = ["/", "/teams/", "/teams/team-a/", "/teams/team-a/jobs/", "/jobs/",
          "/teams/team-a/jobs/new/", "/teams/team-a/utilization/", "/staff/requests/",
          "/staff/fairness/", "/staff/utilization/", "/staff/clusters/", "/admin/",
-         "/admin/portal/team/", "/admin/auth/user/add/"]
+         "/admin/portal/team/", "/admin/auth/user/add/", "/account/tokens/", "/api/docs/"]
 
 
 @pytest.mark.django_db(transaction=True)
