@@ -34,7 +34,7 @@ def test_pages_run_under_the_csp_without_violations(live_server, page):
     for path in PAGES:
         response = page.goto(f"{live_server.url}{path}")
         assert response.status == 200, path
-        page.wait_for_load_state("networkidle")
+        page.wait_for_load_state("load")
     # charts are drawn by static JS under the policy
     page.goto(f"{live_server.url}/staff/fairness/")
     page.wait_for_selector("[data-figure][data-rendered='true']")
