@@ -203,3 +203,12 @@ class JobForm(forms.Form):
             "priority": data["priority"] or None, "kind": data["kind"],
             "max_runtime_seconds": data["max_runtime_seconds"] or None,
         }
+
+
+class ApiTokenForm(forms.Form):
+    """Name and lifetime of a new API token (the service checks the lifetime's cap)."""
+
+    name = forms.CharField(max_length=64, help_text="What the token is for, e.g. 'laptop CLI'.")
+    expires_days = forms.IntegerField(
+        min_value=0, label="Expires after (days)",
+        help_text="0 = never (only where the portal allows tokens that never expire).")

@@ -79,8 +79,9 @@ class PortalClient:
     Connection errors (refused, reset before the request was sent, DNS) are
     retried ``retries`` times with exponential backoff (``backoff`` * 2^n
     seconds) by urllib3's ``Retry`` on every method: a request that never
-    reached the server is safe to send again. Answers are returned as they are
-    (no retry on 4xx/5xx). ``timeout``: seconds per request.
+    reached the server is safe to send again, and so is one the API's throttle
+    refused (429, sent again after its ``Retry-After``). Other answers are
+    returned as they are (no retry on 4xx/5xx). ``timeout``: seconds per request.
     """
 
     def __init__(self, api_url: str, token: str, *, retries: int = 5, backoff: float = 0.2,
@@ -88,9 +89,11 @@ class PortalClient:
         self.base = api_url.rstrip("/") + "/"
         self.timeout = timeout
         self._token = token
-        self._retry = Retry(total=retries, connect=retries, read=0, redirect=0, status=0,
-                            other=0, allowed_methods=None, backoff_factor=backoff,
-                            raise_on_status=False)
+        # A 429 (the API's throttle) was not processed: retried after its Retry-After.
+        self._retry = Retry(total=retries, connect=retries, read=0, redirect=0,
+                            status=retries, status_forcelist=(429,), other=0,
+                            allowed_methods=None, backoff_factor=backoff,
+                            respect_retry_after_header=True, raise_on_status=False)
         self._local = threading.local()
 
     @property

@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from portal.views import clusters, fairness, jobs, staff, teams, utilization
+from portal.views import account, clusters, fairness, jobs, staff, teams, utilization
 from portal.views.dashboard import dashboard
 from portal.views.health import healthz
 from portal.views.metrics import metrics
@@ -49,6 +49,9 @@ urlpatterns = [
          name="staff-cluster-objects"),
     path("staff/clusters/<slug:name>/objects/<int:pk>/", clusters.object_detail,
          name="staff-object-detail"),
+    path("account/tokens/", account.tokens, name="account-tokens"),
+    path("account/tokens/<int:pk>/revoke/", account.token_revoke_view,
+         name="account-token-revoke"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

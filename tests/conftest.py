@@ -31,6 +31,17 @@ def _fast_password_hashing():
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _throttle_counts_per_test(settings):
+    """Each test starts with no API throttle counts, in a cache of its own process (the
+    settings put them in Redis when REDIS_URL is set; the suite shares one client IP)."""
+    from django.core.cache import caches
+
+    settings.CACHES = {**settings.CACHES, "throttle": {
+        "BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle-test"}}
+    caches["throttle"].clear()
+
+
 @pytest.fixture
 def unconsumed_queue():
     """Tasks published during the test go to a private queue that no worker consumes,

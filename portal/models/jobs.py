@@ -14,7 +14,7 @@ class Job(models.Model):
     """A gang job of a team: a suspended batch/v1 Indexed Job or a JobSet under Kueue.
 
     Intent (written once by ``job_submit``): ``name`` (DNS-1123 label, unique in
-    the team among jobs not deleted from the cluster), ``image``, ``command``/
+    the team among live jobs: a finished job's name may be reused), ``image``, ``command``/
     ``args`` (JSON lists of strings), ``env`` (JSON list of ``{name, value}``),
     ``workers`` (pods started together), ``gpus_per_worker`` (whole GPUs of
     ``flavor``'s resource, request == limit), ``cpu_per_worker`` /
@@ -114,8 +114,12 @@ class Job(models.Model):
             models.Index(fields=["phase"], name="job_phase"),
         ]
         constraints = [
+            # A finished job's name may be reused (job_create first deletes the
+            # finished namesake from the cluster).
             models.UniqueConstraint(
-                fields=["team", "name"], condition=Q(deleted_at__isnull=True),
+                fields=["team", "name"],
+                condition=Q(deleted_at__isnull=True)
+                & ~Q(phase__in=["Succeeded", "Failed", "Cancelled"]),
                 name="job_name_unique_per_team_live",
             ),
             models.CheckConstraint(condition=Q(workers__gte=1), name="job_workers_gte_1"),

@@ -1,6 +1,7 @@
 """A member submits a gang job through the form and sees it in the team's job list."""
 
 import pytest
+from playwright.sync_api import expect
 
 from portal.models import Job
 from tests.e2e.pages.auth import LoginPage
@@ -41,8 +42,9 @@ def test_member_submits_a_job_and_sees_it_in_the_list(live_server, page):
         "gpus_per_worker", "needs 16 nvidia.com/gpu on a100; the team can be admitted at most 8"
     ) == "needs 16 nvidia.com/gpu on a100; the team can be admitted at most 8"
     form.fill(gpus_per_worker="4")
-    page.wait_for_function(
-        "document.getElementById('job-form').dataset.valid === 'true'")
+    # (a locator assertion: wait_for_function's string predicate is an eval, which the
+    # page's Content-Security-Policy refuses)
+    expect(page.locator("#job-form")).to_have_attribute("data-valid", "true")
     assert "8 nvidia.com/gpu in total" in form.summary
     assert Job.objects.count() == 0   # validation wrote nothing
 
