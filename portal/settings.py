@@ -7,10 +7,13 @@ a Redis broker when ``REDIS_URL`` is set or else Kombu's filesystem transport
 secure defaults that ``manage.py check --deploy`` asks for.
 """
 
+import importlib.util
 from pathlib import Path
 
 import environ
 import plotly
+
+from queues import backends as _backends
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -38,6 +41,10 @@ INSTALLED_APPS = [
     "django_filters",
     "portal",
 ]
+#: The test and demo harness (``manage.py demo``, ``manage.py replay_trace``) where it is
+#: present: a checkout, never the production image (see harness/__init__.py).
+if importlib.util.find_spec("harness") is not None:
+    INSTALLED_APPS.append("harness")
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
@@ -149,6 +156,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Self-service GPU quota, gang jobs, fairness and utilization.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.api.schema.mark_deprecated",
+    ],
 }
 
 # --- Celery -----------------------------------------------------------------------
@@ -195,11 +206,18 @@ CELERY_BEAT_SCHEDULE["fairness-snapshot"] = {
 }
 
 # --- the cluster side ---------------------------------------------------------------
-SCHEDULER_BACKEND = env.str("SCHEDULER_BACKEND", default="kueue")
-if SCHEDULER_BACKEND not in ("kueue", "volcano"):
+SCHEDULER_BACKEND = env.str("SCHEDULER_BACKEND", default=_backends.DEFAULT)
+if SCHEDULER_BACKEND not in _backends.names():
     raise environ.ImproperlyConfigured(
-        f"SCHEDULER_BACKEND must be 'kueue' or 'volcano', got {SCHEDULER_BACKEND!r}"
+        f"SCHEDULER_BACKEND must be {' or '.join(map(repr, _backends.names()))}, "
+        f"got {SCHEDULER_BACKEND!r}"
     )
+#: Key prefixes of the annotations a submitted job may carry (``annotations`` on
+#: ``POST /api/v1/jobs/``). The demo and the tests (DEBUG) allow the simulated
+#: cluster's hints, ``sim.portal.gpu/`` (running time, outcome, GPU activity);
+#: production allows none unless set.
+JOB_ANNOTATION_PREFIXES = env.list("JOB_ANNOTATION_PREFIXES",
+                                   default=["sim.portal.gpu/"] if DEBUG else [])
 KUBECONFIG = env.str("KUBECONFIG", default="")
 KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
 #: Seconds to connect to, and to wait for an answer from, the Kubernetes API

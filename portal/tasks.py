@@ -193,14 +193,14 @@ def job_create_task(job_id: int) -> dict:
     """Create job ``job_id``'s suspended manifest on its cluster (enqueued on submit).
 
     Returns ``{"job_id", "outcome"}`` with outcome ``created``/``exists``/
-    ``cancelled``/``skipped``/``failed`` (see :func:`portal.services.jobs.job_create`;
+    ``cancelled``/``skipped``/``failed`` (see :func:`portal.services.job_runs.job_create`;
     ``cancelled``: a cancel recorded before or during the create, whatever exists
     of the job is deleted).
     Transient cluster errors are retried with backoff and jitter; the job is
     then read back once (``portal.job_sync``). Idempotent: an existing job is
     never applied again.
     """
-    from portal.services.jobs import job_create, job_sync
+    from portal.services.job_runs import job_create, job_sync
 
     outcome = job_create(job_id=job_id)
     if outcome in ("created", "exists"):
@@ -215,7 +215,7 @@ def job_cancel_task(job_id: int) -> dict:
     Returns ``{"job_id", "outcome"}`` (``cancelled``/``skipped``). Retried with
     backoff on transient errors; idempotent.
     """
-    from portal.services.jobs import job_cancel_execute
+    from portal.services.job_runs import job_cancel_execute
 
     return {"job_id": job_id, "outcome": job_cancel_execute(job_id=job_id)}
 
@@ -227,7 +227,7 @@ def job_sync_task(job_id: int) -> dict:
     Returns ``{"job_id", "phase"}`` (``phase`` ``None`` when there was nothing
     to read). Retried with backoff on transient errors; read-only on the cluster.
     """
-    from portal.services.jobs import job_sync
+    from portal.services.job_runs import job_sync
 
     return {"job_id": job_id, "phase": job_sync(job_id=job_id)}
 
@@ -239,7 +239,7 @@ def jobs_sync_task() -> dict:
     Returns ``{"synced": n, "cancelled": n, "failed": n}``. A job whose read fails is left for
     the next run (its ``last_error`` says why); the others are still synced.
     """
-    from portal.services.jobs import jobs_sync
+    from portal.services.job_runs import jobs_sync
 
     return jobs_sync()
 

@@ -38,7 +38,7 @@ class Job(models.Model):
     job object's uid), ``last_error`` (the last cluster error).
     ``partly_placed_since`` (Volcano): when ``job_sync`` first saw the gang with some
     but fewer than ``minAvailable`` pods running (``None`` otherwise); the clock of
-    "gang partly placed" (:data:`queues.volcano_jobs.PARTLY_PLACED_AFTER`).
+    "gang partly placed" (:data:`queues.backends.volcano.jobs.PARTLY_PLACED_AFTER`).
     ``deleted_at`` is set once the job object is gone from the cluster (cancel);
     its name may then be reused.
     """

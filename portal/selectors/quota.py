@@ -7,9 +7,18 @@ from portal import access
 from portal.models import GpuFlavor, QuotaGrant, QuotaRequest, Team
 from portal.selectors.specs import ClusterSpecs, cluster_specs, desired_objects
 from portal.selectors.whatif import quota_request_what_if
-from portal.services.quota import grant_snapshot
 from queues.render import labels
 from queues.specs import SpecError
+
+#: The grant fields an audit event records (before/after).
+GRANT_FIELDS = ("nominal_gpus", "borrowing_limit_gpus", "lending_limit_gpus")
+
+
+def grant_snapshot(grant: QuotaGrant | None) -> dict | None:
+    """JSON-ready ``{nominal_gpus, borrowing_limit_gpus, lending_limit_gpus}`` or ``None``."""
+    if grant is None:
+        return None
+    return {name: getattr(grant, name) for name in GRANT_FIELDS}
 
 
 def flavor_nominal_sum(*, flavor: GpuFlavor, replacing: tuple[int, int] | None = None) -> int:

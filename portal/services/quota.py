@@ -8,18 +8,10 @@ from django.utils import timezone
 
 from portal import access
 from portal.models import GpuFlavor, QuotaGrant, QuotaRequest, Team
+from portal.selectors.quota import flavor_nominal_sum, grant_snapshot
 from portal.services.audit import audit_record
 from portal.services.fields import whole_count
 from portal.services.outbox import cluster_spec_bump, reconcile_enqueue
-
-GRANT_FIELDS = ("nominal_gpus", "borrowing_limit_gpus", "lending_limit_gpus")
-
-
-def grant_snapshot(grant: QuotaGrant | None) -> dict | None:
-    """JSON-ready ``{nominal_gpus, borrowing_limit_gpus, lending_limit_gpus}`` or ``None``."""
-    if grant is None:
-        return None
-    return {name: getattr(grant, name) for name in GRANT_FIELDS}
 
 
 def quota_values_check(
@@ -128,7 +120,6 @@ def quota_request_approve(
         borrowing_limit_gpus=request.borrowing_limit_gpus,
         lending_limit_gpus=request.lending_limit_gpus,
     )
-    from portal.selectors.quota import flavor_nominal_sum
 
     after_sum = flavor_nominal_sum(flavor=flavor, replacing=(team.pk, nominal))
     if after_sum > flavor.physical_gpus and not allow_overcommit:

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from portal.backends import backend_for
 from portal.models import (
     Cluster,
     Cohort,
@@ -75,11 +76,12 @@ class Command(BaseCommand):
                 for name, weight in COHORTS
             }
             teams = {}
-            volcano = cluster.backend == Cluster.Backend.VOLCANO
+            scheduler = backend_for(cluster)
             for slug, name, cohort, weight, grants in TEAMS:
-                # Volcano Queue weights are whole numbers: 0.5 becomes 1 there.
-                weight = max(Decimal(1), Decimal(weight).to_integral_value()) if volcano \
-                    else Decimal(weight)
+                weight = Decimal(weight)
+                if scheduler.weight_problem(weight, weight):
+                    # Volcano Queue weights are whole numbers: 0.5 becomes 1 there.
+                    weight = max(Decimal(1), weight.to_integral_value())
                 teams[slug], _ = Team.objects.get_or_create(slug=slug, defaults={
                     "name": name, "cluster": cluster, "weight": weight,
                     "cohort": cohorts.get(cohort)})

@@ -4,7 +4,8 @@ import dataclasses
 
 import pytest
 
-from queues.jobs import JobSpec, job_kind, render_kueue_job, workload_name
+from queues.backends.kueue.jobs import job_kind, render_kueue_job, workload_name
+from queues.jobs import JobSpec
 from queues.render.labels import job_labels, job_selector
 from tests.schema import ManifestError, validate_manifest
 

@@ -4,15 +4,8 @@ import datetime as dt
 
 import pytest
 
-from queues.jobs import (
-    PHASES,
-    REASONS,
-    index_workloads,
-    interpret_kueue,
-    merge_times,
-    preemption_loop,
-    workload_for_job,
-)
+from queues.backends.kueue.jobs import index_workloads, interpret_kueue, workload_for_job
+from queues.jobs import PHASES, REASONS, merge_times, preemption_loop
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, tzinfo=dt.UTC)
 UID = "11111111-2222-3333-4444-555555555555"

@@ -1,6 +1,6 @@
 """Golden tests: each Kueue renderer against a literal expected manifest."""
 
-from queues.render import kueue
+from queues.backends.kueue import objects as kueue
 
 from .examples import (
     A100,

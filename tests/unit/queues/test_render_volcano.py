@@ -4,7 +4,8 @@ import dataclasses
 
 import pytest
 
-from queues.render import amounts, volcano
+from queues.backends.volcano import objects as volcano
+from queues.render import amounts
 from queues.specs import SpecError
 
 from .examples import (

@@ -5,9 +5,7 @@ import datetime as dt
 
 import pytest
 
-from queues.jobs import JobSpec, JobStatus
-from queues.specs import SpecError
-from queues.volcano_jobs import (
+from queues.backends.volcano.jobs import (
     PARTLY_PLACED_AFTER,
     gang_running,
     interpret_volcano,
@@ -17,6 +15,8 @@ from queues.volcano_jobs import (
     render_command,
     render_volcano_job,
 )
+from queues.jobs import JobSpec, JobStatus
+from queues.specs import SpecError
 from tests.schema import ManifestError, validate_manifest
 
 from .examples import A100
