@@ -12,6 +12,8 @@ from portal.selectors.quota import flavor_nominal_sum, grant_snapshot
 from portal.services.audit import audit_record
 from portal.services.fields import whole_count
 from portal.services.outbox import cluster_spec_bump, reconcile_enqueue
+from queues import specs
+from queues.specs import SpecError
 
 
 def quota_values_check(
@@ -38,11 +40,10 @@ def quota_values_check(
                     f"Team '{team.slug}' is in no cohort: it cannot borrow or lend, "
                     "so this limit must be empty."
                 )
-    if lending is not None and lending > nominal:
-        errors["lending_limit_gpus"] = (
-            f"Lending limit {lending} exceeds the nominal quota {nominal}: "
-            "a team can lend at most its nominal GPUs."
-        )
+    try:
+        specs.check_lending_limit(nominal, lending)
+    except SpecError as exc:
+        errors[exc.field] = exc.message
     if errors:
         raise ValidationError(errors)
     return nominal, borrowing, lending
