@@ -20,7 +20,7 @@ from queues.backends.kueue.model import KueueSimulator
 from queues.errors import PermanentError
 from queues.jobs import JobSpec, JobStatus
 from queues.render import core
-from queues.specs import CohortSpec, FlavorSpec, PriorityClassSpec, TeamQueueSpec
+from queues.specs import CohortSpec, FlavorSpec, TeamQueueSpec
 
 #: Kinds the Kueue backend manages, in apply order (prune runs in reverse).
 KINDS: tuple[tuple[str, str], ...] = (
@@ -120,12 +120,8 @@ class KueueBackend:
     def weight_problem(self, weight: Decimal, shown: Any) -> str | None:
         return None  # fairSharing.weight takes any positive decimal
 
-    def desired_objects(self, *, flavors: Iterable[FlavorSpec],
-                        cohorts: Iterable[CohortSpec] = (),
-                        priority_classes: Iterable[PriorityClassSpec] = (),
-                        teams: Iterable[TeamQueueSpec] = ()) -> list[dict]:
-        return objects.desired_objects(flavors=flavors, cohorts=cohorts,
-                                       priority_classes=priority_classes, teams=teams)
+    #: The whole desired set, in apply order (``objects.desired_objects``).
+    desired_objects = staticmethod(objects.desired_objects)
 
     def team_object_keys(self, team: TeamQueueSpec) -> list[tuple[str, str, str, str]]:
         """``[Namespace, ResourceQuota, ClusterQueue, LocalQueue]``."""

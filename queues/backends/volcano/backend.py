@@ -20,7 +20,7 @@ from queues.backends.base import CancelStep, JobRef
 from queues.backends.volcano import jobs, objects, rules
 from queues.backends.volcano.model import VolcanoSimulator
 from queues.jobs import JobSpec, JobStatus
-from queues.specs import CohortSpec, FlavorSpec, PriorityClassSpec, TeamQueueSpec
+from queues.specs import CohortSpec, FlavorSpec, TeamQueueSpec
 
 #: Kinds the Volcano backend manages, in apply order.
 KINDS: tuple[tuple[str, str], ...] = (
@@ -86,12 +86,8 @@ class VolcanoBackend:
     def weight_problem(self, weight: Decimal, shown: Any) -> str | None:
         return rules.weight_problem(weight, shown)
 
-    def desired_objects(self, *, flavors: Iterable[FlavorSpec],
-                        cohorts: Iterable[CohortSpec] = (),
-                        priority_classes: Iterable[PriorityClassSpec] = (),
-                        teams: Iterable[TeamQueueSpec] = ()) -> list[dict]:
-        return objects.desired_objects(flavors=flavors, cohorts=cohorts,
-                                       priority_classes=priority_classes, teams=teams)
+    #: The whole desired set, in apply order (``objects.desired_objects``).
+    desired_objects = staticmethod(objects.desired_objects)
 
     def team_object_keys(self, team: TeamQueueSpec) -> list[tuple[str, str, str, str]]:
         return []  # the team page lists the rows the reconciler recorded

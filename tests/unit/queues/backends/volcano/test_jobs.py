@@ -18,8 +18,7 @@ from queues.backends.volcano.jobs import (
 from queues.jobs import JobSpec, JobStatus
 from queues.specs import SpecError
 from tests.schema import ManifestError, validate_manifest
-
-from .examples import A100
+from tests.unit.queues.examples import A100
 
 JOB_LABELS = {
     "app.kubernetes.io/managed-by": "gpu-quota-portal",

@@ -7,8 +7,7 @@ import pytest
 from queues.backends.volcano import objects as volcano
 from queues.render import amounts
 from queues.specs import SpecError
-
-from .examples import (
+from tests.unit.queues.examples import (
     COHORTS,
     FLAVORS,
     FLAVORS_BY_NAME,
@@ -124,7 +123,7 @@ def test_implicit_cohort_gets_a_queue():
 # --- the whole desired set, validation ---------------------------------------------
 
 def _desired(teams=TEAMS, cohorts=COHORTS):
-    from .examples import PRIORITY_CLASSES
+    from tests.unit.queues.examples import PRIORITY_CLASSES
 
     return volcano.desired_objects(
         flavors=FLAVORS, cohorts=cohorts, priority_classes=PRIORITY_CLASSES, teams=teams

@@ -1,8 +1,7 @@
 """Golden tests: each Kueue renderer against a literal expected manifest."""
 
 from queues.backends.kueue import objects as kueue
-
-from .examples import (
+from tests.unit.queues.examples import (
     A100,
     COHORTS,
     COMPANY,
