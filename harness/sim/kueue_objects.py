@@ -11,8 +11,9 @@ Shapes follow Kueue (kueue.x-k8s.io/v1beta2) and its source
 (``pkg/workload/workload.go``, ``pkg/scheduler/scheduler.go``,
 ``pkg/scheduler/preemption/preemption.go``, ``pkg/controller/jobs/job``):
 
-* :func:`create_workload` - ``<kind>-<name>-<hash5>`` (:func:`queues.jobs.workload_name`),
-  owned by the job (controller ownerReference), label ``kueue.x-k8s.io/job-uid``,
+* :func:`create_workload` - ``<kind>-<name>-<hash5>``
+  (:func:`queues.backends.kueue.jobs.workload_name`), owned by the job (controller
+  ownerReference), label ``kueue.x-k8s.io/job-uid``,
   ``spec.queueName`` from the job's queue-name label, one pod set ``main``
   (batch/v1 Job, ``count = parallelism``) or one per replicated job (JobSet,
   ``count = replicas * parallelism``), ``spec.priority``/``priorityClassRef``.

@@ -13,7 +13,7 @@ import yaml
 from django.db.models import QuerySet
 
 from portal import access
-from portal.models import Job, Membership, Team
+from portal.models import GpuFlavor, Job, Membership, PriorityClass, Team
 
 #: Rows shown on a list page (the newest first); older jobs stay reachable by API.
 LIST_LIMIT = 200
@@ -177,8 +177,6 @@ def job_form_context(*, user, slug: str) -> JobFormContext | None:
 
     Three queries: the team, its flavors with a grant, the priority classes.
     """
-    from portal.models import GpuFlavor, PriorityClass
-
     team = access.visible_teams(user).select_related("cluster").filter(slug=slug).first()
     if team is None:
         return None

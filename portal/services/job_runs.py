@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from portal.backends import backend_of_job, job_ref
 from portal.models import Cluster, Job
+from portal.services import reconcile as reconcile_services
 from portal.services.audit import audit_record
 from portal.services.outbox import task_enqueue
 from queues import jobs as qjobs
@@ -32,14 +33,7 @@ _MAX_ERROR = 4000
 def _port(job: Job | None, port, *, cluster: Cluster | None = None):
     if port is not None:
         return port
-    from portal.services.reconcile import cluster_port
-
-    return cluster_port(cluster=cluster or job.team.cluster)
-
-
-def _job_ref(job: Job) -> tuple[str, str, str, str]:
-    meta = job.manifest["metadata"]
-    return job.manifest["apiVersion"], job.manifest["kind"], meta["name"], meta["namespace"]
+    return reconcile_services.cluster_port(cluster=cluster or job.team.cluster)
 
 
 def _load(job_id: int) -> Job | None:
@@ -69,7 +63,8 @@ def job_create(*, job_id: int, port=None) -> str:
         return "cancelled"
     if job.is_final:
         return "skipped"
-    api_version, kind, name, namespace = _job_ref(job)
+    ref = job_ref(job)
+    api_version, kind, name, namespace = ref.api_version, ref.kind, ref.name, ref.namespace
     port = _port(job, port)
     try:
         live = port.get(api_version, kind, name, namespace)
@@ -107,7 +102,8 @@ def _delete_leftover(port, job: Job) -> bool:
     """Delete the job's object if it exists and is this job's (its ``portal.gpu/job``
     label is ``job.pk``: a later job of the team may reuse the name). ``True`` if
     deleted. Raises :class:`queues.errors.ClusterError`."""
-    api_version, kind, name, namespace = _job_ref(job)
+    ref = job_ref(job)
+    api_version, kind, name, namespace = ref.api_version, ref.kind, ref.name, ref.namespace
     live = port.get(api_version, kind, name, namespace)
     labels = ((live or {}).get("metadata") or {}).get("labels") or {}
     if live is None or labels.get(JOB_LABEL) != str(job.pk):
@@ -277,18 +273,18 @@ def _store_status(job_id: int, live: dict | None, status, partly_since, now: dat
 
 
 def job_sync(*, job_id: int, port=None, now: datetime | None = None) -> str | None:
-    """Read job ``job_id``, its Workload, events and queue position; store the status.
+    """Read job ``job_id`` and what its backend needs; store the status.
 
-    Reads (through the cluster port, :func:`_read_job`): the Job/JobSet, the
-    namespace's Workloads, the events about the job and its Workload, and the
-    LocalQueue's pending workloads from Kueue's visibility API (for the 0-based
-    queue position). :func:`queues.jobs.interpret_kueue` turns them into the
+    Reads (through the cluster port, :func:`_read_job`) the job, then its
+    backend's ``read_job``: on Kueue the namespace's Workloads, the events about
+    the job and its Workload, and the LocalQueue's pending workloads from Kueue's
+    visibility API (for the 0-based queue position); on Volcano the vcjob's
+    PodGroup and its Queue. The backend's ``interpret`` turns them into the
     phase, reason, message, admitted flavor, preemptions and timeline;
     preemption times and timeline entries from earlier reads are kept (Kueue
-    keeps only the latest condition). A Volcano job reads the vcjob, its
-    PodGroup and its Queue (:func:`queues.backends.volcano.jobs.interpret_volcano`); when
-    the gang is partly placed, ``partly_placed_since`` keeps the time of the
-    first such read (cleared once it is not). ``now``: aware ``datetime`` of the
+    keeps only the latest condition); when a Volcano gang is partly placed,
+    ``partly_placed_since`` keeps the time of the first such read (cleared once
+    it is not). ``now``: aware ``datetime`` of the
     read (default the current time). Returns the new phase, or ``None`` when
     there is nothing to read (no manifest, or deleted on cancel). A job being
     cancelled whose object still exists gets its cancel re-enqueued
@@ -402,7 +398,7 @@ def jobs_sync(*, now: datetime | None = None) -> dict:
                     # a worker (Redis gives an unacked task back only after an hour).
                     # job_create is idempotent: it creates only what is not there.
                     job_create(job_id=job.pk, port=ports[cluster.pk])
-                namespaces.setdefault((cluster.pk, _job_ref(job)[3]), []).append(job)
+                namespaces.setdefault((cluster.pk, job_ref(job).namespace), []).append(job)
         except ClusterError as exc:
             log.warning("sync of job %s failed: %s", job.pk, exc)
             counts["failed"] += 1

@@ -5,7 +5,7 @@ the Kueue side renders becomes a ``batch.volcano.sh/v1alpha1`` ``Job`` here
 (:func:`render_volcano_job`); cancelling goes through ``bus.volcano.sh/v1alpha1``
 ``Command`` objects (:func:`render_command`), since a vcjob has no suspend
 field; :func:`interpret_volcano` turns the live vcjob and its PodGroup into the
-same :class:`queues.jobs.JobStatus` that :func:`queues.jobs.interpret_kueue`
+same :class:`queues.jobs.JobStatus` that :func:`queues.backends.kueue.jobs.interpret_kueue`
 returns, so the portal shows both backends alike.
 
 Volcano conventions relied on (volcano-sh/volcano ``pkg/controllers/job``,
