@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from portal.views import clusters, fairness, jobs, staff, teams, utilization
 from portal.views.dashboard import dashboard
@@ -55,4 +55,8 @@ urlpatterns = [
     # API's won, so the job page's Cancel form posted to the API.
     path("api/v1/", include(("portal.api.urls", "api"))),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # Swagger UI from drf-spectacular-sidecar's local copy (no CDN) in the portal's layout,
+    # reading /api/schema/; its init script is a separate request (no inline script).
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(
+        url_name="api-schema", template_name="portal/api_docs.html"), name="api-docs"),
 ]

@@ -53,9 +53,10 @@ def can_cancel(*, user, job: Job, roles: dict[int, str]) -> bool:
 def job_row(job: Job, *, cancellable: bool) -> dict:
     """One list row as JSON-ready data (what the list page's script redraws).
 
-    ``{id, name, team, phase, reason, message, queue_position, admitted_flavor,
-    preemptions, preemption_loop, workers, gpus_per_worker, total_gpus, flavor,
-    submitter, submitted_at (ISO), cancel_requested, can_cancel}``.
+    ``{id, name, team, phase, reason, message, queue_position (0-based),
+    queue_rank (1-based, 1 = next), wait_seconds (seconds waited for admission),
+    admitted_flavor, preemptions, preemption_loop, workers, gpus_per_worker,
+    total_gpus, flavor, submitter, submitted_at (ISO), cancel_requested, can_cancel}``.
     """
     return {
         "id": job.pk,
@@ -65,6 +66,8 @@ def job_row(job: Job, *, cancellable: bool) -> dict:
         "reason": job.reason,
         "message": job.message,
         "queue_position": job.queue_position,
+        "queue_rank": job.queue_rank,
+        "wait_seconds": job.wait_seconds,
         "admitted_flavor": job.admitted_flavor,
         "preemptions": job.preemptions,
         "preemption_loop": job.preemption_loop,

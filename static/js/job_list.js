@@ -18,6 +18,14 @@
     return td;
   }
 
+  // Seconds in words, as the server's `duration` filter writes them (queues.whatif.format_duration).
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined) { return "-"; }
+    if (seconds < 90) { return Math.round(seconds) + " s"; }
+    if (seconds < 90 * 60) { return Math.round(seconds / 60) + " min"; }
+    return (seconds / 3600).toFixed(1) + " h";
+  }
+
   function draw(jobs) {
     var body = table.tBodies[0];
     var fresh = document.createElement("tbody");
@@ -50,7 +58,8 @@
       message.textContent = " " + job.message;
       reason.appendChild(strong);
       reason.appendChild(message);
-      cell(tr, "position", job.queue_position === null ? "—" : String(job.queue_position));
+      cell(tr, "position", job.queue_rank === null ? "—" : String(job.queue_rank));
+      cell(tr, "waited", duration(job.wait_seconds));
       cell(tr, "gpus", job.workers + " × " + job.gpus_per_worker + " " + job.flavor);
       var pre = cell(tr, "preemptions", String(job.preemptions));
       if (job.preemption_loop) {
@@ -67,7 +76,7 @@
       var empty = document.createElement("tr");
       empty.className = "empty";
       var td = cell(empty, "muted", "No jobs yet.");
-      td.colSpan = 8;
+      td.colSpan = 9;
       fresh.appendChild(empty);
     }
     table.replaceChild(fresh, body);

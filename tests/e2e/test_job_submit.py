@@ -17,6 +17,7 @@ from tests.factories import (
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("unconsumed_queue")   # the job stays Submitted: no worker acts
 def test_member_submits_a_job_and_sees_it_in_the_list(live_server, page):
     cluster = make_cluster(name="gpu-east")
     flavor = make_flavor(cluster=cluster, name="a100", physical_gpus=16, gpu_model="A100-80GB",
@@ -57,5 +58,6 @@ def test_member_submits_a_job_and_sees_it_in_the_list(live_server, page):
         message="Waiting for quota: It needs 8 more nvidia.com/gpu on flavor a100.")
     JobListPage(page).wait_for_phase(job.pk, "Queued")
     row = listing.row(job.pk)
-    assert row.locator("td.position").inner_text() == "3"
+    assert row.locator("td.position").inner_text() == "4"   # 1-based: 3 ahead of it
+    assert row.locator("td.waited").inner_text().endswith(" s")   # drawn by the script
     assert "8 more nvidia.com/gpu" in row.locator("td.reason").inner_text()

@@ -132,7 +132,7 @@ def test_detail_shows_explanation_timeline_and_yaml(client, world):
                    "time": "2026-01-01T10:00:00Z"}])
     client.force_login(world["member_a2"])
     html = client.get(f"/teams/team-a/jobs/{job.pk}/").content.decode()
-    assert "Waiting for quota" in html and '<td id="job-position">2 ' in html
+    assert "Waiting for quota" in html and '<td id="job-position">3 ' in html
     assert 'data-type="QuotaReserved"' in html and "insufficient unused quota" in html
     yaml_text = html[html.index('id="manifest-yaml"'):]
     assert yaml_text.index("apiVersion: jobset.x-k8s.io/v1alpha2") < yaml_text.index("kind: ")
@@ -186,3 +186,47 @@ def test_staff_see_jobs_in_the_admin_console(client, world, django_user_model):
     html = client.get("/admin/portal/job/").content.decode()
     assert job.name in html
     assert client.get(f"/admin/portal/job/{job.pk}/change/").status_code == 200
+
+
+def test_position_is_one_based_and_the_wait_is_shown_on_the_page_and_in_the_rows(client,
+                                                                                 world):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    job = make_job(world)
+    submitted = timezone.now() - dt.timedelta(minutes=12)
+    Job.objects.filter(pk=job.pk).update(phase="Queued", reason="WaitingForQuota",
+                                         queue_position=0, submitted_at=submitted)
+    client.force_login(world["member_a"])
+    html = client.get(f"/teams/team-a/jobs/{job.pk}/").content.decode()
+    assert '<td id="job-position">1 <span class="muted">(1 = next)</span>' in html
+    assert '<th>Waiting for</th><td id="job-waited">12 min</td>' in html
+    [row] = client.get("/teams/team-a/jobs/rows.json").json()["jobs"]
+    assert (row["queue_position"], row["queue_rank"]) == (0, 1)
+    assert 12 * 60 <= row["wait_seconds"] < 13 * 60
+    listing = client.get("/teams/team-a/jobs/").content.decode()
+    assert '<td class="position">1</td>' in listing and '<td class="waited">12 min</td>' in listing
+
+    # Admitted after 20 minutes: the wait stops there, and the position is gone.
+    Job.objects.filter(pk=job.pk).update(phase="Admitted", queue_position=None,
+                                         admitted_at=submitted + dt.timedelta(minutes=20))
+    html = client.get(f"/teams/team-a/jobs/{job.pk}/").content.decode()
+    assert '<th>Waited for admission</th><td id="job-waited">20 min</td>' in html
+    assert '<td id="job-position">—</td>' in html
+
+
+def test_403_and_404_pages_are_in_the_layout_with_the_reason_and_a_way_back(client, world):
+    job = make_job(world)   # member_a's job
+    client.force_login(world["member_a2"])
+    refused = client.get(f"/teams/team-a/jobs/{job.pk}/cancel/")
+    html = refused.content.decode()
+    assert refused.status_code == 403
+    assert 'class="mainnav"' in html and 'id="error-back"' in html
+    assert "You may cancel only your own jobs" in html
+    client.force_login(world["member_b"])
+    missing = client.get(f"/teams/team-a/jobs/{job.pk}/")
+    html = missing.content.decode()
+    assert missing.status_code == 404
+    assert 'class="mainnav"' in html and '<p id="error-message">No such job.</p>' in html
+    assert 'href="/"' in html

@@ -110,6 +110,15 @@ def test_demo_lives_queued_running_succeeded_within_a_minute_and_ctrl_c_stops_al
                         seen[phase] = len(items)
             time.sleep(1)
         assert set(seen) == {"Queued", "Running", "Succeeded"}, seen
+        # Utilization has data within a minute of the jobs running (the demo collects
+        # every 20 s, not every 5 min): some team shows allocated GPU-hours.
+        deadline = time.monotonic() + 60
+        allocated = 0.0
+        while time.monotonic() < deadline and not allocated:
+            body = staff.get(f"{base}/api/v1/utilization/", timeout=30).json()
+            allocated = sum(team["allocated_gpu_hours"] for team in body["teams"])
+            time.sleep(2)
+        assert allocated > 0, body
     finally:
         os.killpg(proc.pid, signal.SIGINT)
         try:
