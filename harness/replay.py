@@ -126,6 +126,20 @@ class PortalClient:
             raise ReplayError(path, f"HTTP {response.status_code}: {_text(response)}")
         return response.json()
 
+    def get_all(self, path: str, **params) -> list:
+        """Every row of a paged list (``GET`` with the largest page, then each ``Link:
+        rel="next"``); raises :class:`ReplayError` for a non-200 answer."""
+        rows: list = []
+        response = self.request("GET", path, params={"page_size": 1000, **params})
+        while True:
+            if response.status_code != 200:
+                raise ReplayError(path, f"HTTP {response.status_code}: {_text(response)}")
+            rows += response.json()
+            following = response.links.get("next", {}).get("url")
+            if not following:
+                return rows
+            response = self.request("GET", following)
+
     def post_json(self, path: str, body: dict, *, expect: int = 201):
         """``POST`` JSON -> parsed JSON; raises :class:`ReplayError` for another status
         (the message carries the API's field errors)."""
@@ -415,7 +429,7 @@ def poll_jobs(
     while True:
         teams = sorted({team for job_id, team in wanted.items() if job_id not in final})
         for team in teams:
-            for row in client.get_json("/api/v1/jobs/", team=team):
+            for row in client.get_all("/api/v1/jobs/", team=team):
                 if row["id"] in wanted:
                     latest[row["id"]] = row
                     if row["phase"] in FINAL_PHASES and row["id"] not in final:

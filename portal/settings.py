@@ -150,8 +150,14 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
+    # Every list is paged; the body stays an array, the total and links are headers.
+    "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.HeaderPageNumberPagination",
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "portal.api.errors.ContentNegotiation",
 }
+#: Rows per page of the API's lists (``?page_size=`` up to the maximum) and of the pages.
+API_PAGE_SIZE = env.int("API_PAGE_SIZE", default=100)
+API_MAX_PAGE_SIZE = env.int("API_MAX_PAGE_SIZE", default=1000)
+PAGE_LIST_SIZE = env.int("PAGE_LIST_SIZE", default=50)
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU quota portal API",
     "DESCRIPTION": "Self-service GPU quota, gang jobs, fairness and utilization.",

@@ -75,7 +75,7 @@
     if (!jobs.length) {
       var empty = document.createElement("tr");
       empty.className = "empty";
-      var td = cell(empty, "muted", "No jobs yet.");
+      var td = cell(empty, "muted", table.dataset.emptyText || "No jobs yet.");
       td.colSpan = 9;
       fresh.appendChild(empty);
     }
@@ -87,7 +87,12 @@
   function poll() {
     fetch(rowsUrl, { credentials: "same-origin", headers: { "Accept": "application/json" } })
       .then(function (response) { return response.ok ? response.json() : null; })
-      .then(function (data) { if (data) { draw(data.jobs); } })
+      .then(function (data) {
+        if (!data) { return; }
+        draw(data.jobs);
+        var total = document.getElementById("job-total");
+        if (total) { total.textContent = String(data.total); }
+      })
       .catch(function () { /* keep the last rows; try again next time */ })
       .then(function () { window.setTimeout(poll, interval); });
   }

@@ -46,9 +46,12 @@ def test_member_submits_a_job_and_sees_it_in_the_list(live_server, page):
     assert "8 nvidia.com/gpu in total" in form.summary
     assert Job.objects.count() == 0   # validation wrote nothing
 
-    listing = form.submit()
-    assert any("Job detector submitted" in m for m in listing.messages)
+    landed = form.submit()   # on the new job's page, with the confirmation
+    assert any("Job detector submitted" in m for m in landed.messages)
     job = Job.objects.get()
+    assert page.url.endswith(f"/teams/vision/jobs/{job.pk}/")
+    page.click("#job-title a")   # the team's job list
+    listing = JobListPage(page)
     assert listing.names() == ["detector"]
     assert listing.row(job.pk).locator("td.phase").inner_text().startswith("Submitted")
 

@@ -36,19 +36,24 @@ def test_member_submits_through_the_form(client, world):
     assert '<option value="h100">' in html and "a100-mig-1g" not in html  # no MIG quota
     response = client.post("/teams/team-a/jobs/new/", form_data())
     assert response.status_code == 302
-    assert response.url == "/teams/team-a/jobs/"
     job = Job.objects.get()
+    assert response.url == f"/teams/team-a/jobs/{job.pk}/"   # lands on the new job
     assert job.submitter == world["member_a"] and job.phase == "Submitted"
     assert job.command == ["torchrun", "train.py"]
     assert job.args == ["--epochs", "3", "--note", "two words"]
     assert job.env == [{"name": "WANDB_PROJECT", "value": "llm"}, {"name": "SEED", "value": "7"}]
-    listing = client.get(response.url).content.decode()
+    landed = client.get(response.url).content.decode()
+    assert "Job train-llm submitted." in landed and 'id="job-title">train-llm' in landed
+    listing = client.get("/teams/team-a/jobs/").content.decode()
     assert f'data-job="{job.pk}"' in listing and "train-llm" in listing
 
 
 @pytest.mark.parametrize(("overrides", "field", "fragment"), [
     ({"gpus_per_worker": "1.5"}, "gpus_per_worker", "not a whole number"),
     ({"env": "NVIDIA_VISIBLE_DEVICES=all"}, "env", "NVIDIA_VISIBLE_DEVICES may not be set"),
+    # Item paths in the form's words: the second line of the env box, not "env[1]".
+    ({"env": "A=1\nNVIDIA_VISIBLE_DEVICES=all"}, "env",
+     "Line 2: NVIDIA_VISIBLE_DEVICES may not be set"),
     ({"env": "JUSTANAME"}, "env", "expected NAME=value"),
     ({"name": "Bad_Name"}, "name", "DNS-1123"),
     ({"image": "ghcr.io/Acme/x"}, "image", "not a valid image reference"),
@@ -96,7 +101,8 @@ def test_outsiders_get_404_on_every_job_page(client, world):
                 f"/teams/team-a/jobs/{job.pk}/refresh/", f"/teams/team-b/jobs/{job.pk}/cancel/"):
         assert client.post(url, form_data()).status_code == 404, url
     assert "train" not in client.get("/jobs/").content.decode()
-    assert client.get("/jobs/rows.json").json() == {"jobs": []}
+    assert client.get("/jobs/rows.json").json() == {"jobs": [], "total": 0, "page": 1,
+                                                     "pages": 1}
     job.refresh_from_db()
     assert job.cancel_requested_at is None
 
@@ -155,7 +161,8 @@ def test_list_rows_json_is_what_the_script_redraws(client, world):
     assert row["id"] == job.pk and row["team"] == "team-a" and row["phase"] == "Queued"
     assert row["queue_position"] == 0 and row["can_cancel"] is True
     html = client.get("/teams/team-a/jobs/").content.decode()
-    assert "js/job_list.js" in html and 'data-rows-url="/teams/team-a/jobs/rows.json"' in html
+    assert "js/job_list.js" in html
+    assert 'data-rows-url="/teams/team-a/jobs/rows.json?page=1"' in html
 
 
 def _queries(client, url: str) -> int:
