@@ -8,7 +8,8 @@ COPY queues ./queues
 RUN pip install --no-cache-dir -c constraints.txt -e .
 COPY . .
 RUN DEBUG=true python manage.py collectstatic --noinput
-RUN useradd --create-home portal && chown -R portal /app
-USER portal
+RUN useradd --create-home --uid 10001 --user-group portal && chown -R portal /app
+# Numeric, so Kubernetes can check runAsNonRoot (the Helm chart runs it as 10001).
+USER 10001
 EXPOSE 8000
 CMD ["gunicorn", "portal.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--access-logfile", "-"]

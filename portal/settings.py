@@ -48,6 +48,8 @@ if importlib.util.find_spec("harness") is not None:
     INSTALLED_APPS.append("harness")
 
 MIDDLEWARE = [
+    # First: every later line logged for the request carries its id (portal/logs.py).
+    "portal.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -131,7 +133,8 @@ STORAGES = {
 # --- security (production defaults when DEBUG is off) -----------------------------
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# Probes and Prometheus scrapes talk plain HTTP to the pod (TLS ends at the ingress).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
@@ -275,11 +278,28 @@ WHATIF_DEFAULT_DURATION_SECONDS = env.int("WHATIF_DEFAULT_DURATION_SECONDS", def
 #: Seconds a what-if result is cached (key: request, spec generation, newest job id).
 WHATIF_CACHE_SECONDS = env.int("WHATIF_CACHE_SECONDS", default=600)
 
+# --- the portal's own metrics (GET /metrics, portal/metrics/) -------------------------
+#: Bearer token Prometheus presents on /metrics; empty: staff sessions only.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+#: Redis where workers count task outcomes and reconcile runs; empty: not counted.
+METRICS_REDIS_URL = env.str("METRICS_REDIS_URL", default=REDIS_URL)
+METRICS_KEY_PREFIX = env.str("METRICS_KEY_PREFIX", default="gpuq:metrics")
+
 # --- logging ------------------------------------------------------------------------
+#: plain (one text line) or json (one JSON object a line with the request id, and in
+#: workers the task id and cluster: portal/logs.py).
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise environ.ImproperlyConfigured(f"LOG_FORMAT must be 'plain' or 'json', got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "portal.logs.ContextFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "portal.logs.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT,
+                             "filters": ["context"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
 }

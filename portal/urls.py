@@ -8,10 +8,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from portal.views import clusters, fairness, jobs, staff, teams, utilization
 from portal.views.dashboard import dashboard
 from portal.views.health import healthz
+from portal.views.metrics import metrics
 
 urlpatterns = [
     path("", dashboard, name="dashboard"),
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
     path("teams/", teams.team_list, name="teams-page"),
     path("teams/<slug:slug>/", teams.team_detail, name="team-page"),
     path("teams/<slug:slug>/requests/<int:pk>/", teams.request_detail, name="team-request"),
