@@ -6,7 +6,7 @@ Teams a user does not belong to are invisible to them (404, never 403).
 
 from django.db.models import QuerySet
 
-from portal.models import Membership, Team
+from portal.models import Job, Membership, Team
 
 
 def is_staff(user) -> bool:
@@ -57,8 +57,6 @@ def visible_jobs(user) -> QuerySet:
 
     A job of a team the user does not belong to is invisible (404, never 403).
     """
-    from portal.models import Job
-
     if is_staff(user):
         return Job.objects.all()
     if not getattr(user, "is_authenticated", False):

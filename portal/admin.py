@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 
 from portal import models
 from portal.services import catalog, quota
+from portal.services.jobs import job_cancel
 from portal.services.outbox import cluster_spec_bump, reconcile_enqueue
 
 
@@ -198,8 +199,6 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.action(description="Cancel the selected jobs")
     def cancel_jobs(self, request, queryset) -> None:
-        from portal.services.jobs import job_cancel
-
         for job in queryset:
             try:
                 job_cancel(actor=request.user, job=job)

@@ -7,12 +7,15 @@ a Redis broker when ``REDIS_URL`` is set or else Kombu's filesystem transport
 secure defaults that ``manage.py check --deploy`` asks for.
 """
 
+import importlib.util
 from datetime import timedelta
 from pathlib import Path
 
 import environ
 import plotly
 from django.utils.csp import CSP
+
+from queues import backends as _backends
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -44,6 +47,10 @@ INSTALLED_APPS = [
     "axes",
     "portal",
 ]
+#: The test and demo harness (``manage.py demo``, ``manage.py replay_trace``) where it is
+#: present: a checkout, never the production image (see harness/__init__.py).
+if importlib.util.find_spec("harness") is not None:
+    INSTALLED_APPS.append("harness")
 
 MIDDLEWARE = [
     # First: every later line logged for the request carries its id (portal/logs.py).
@@ -264,9 +271,12 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     # /api/schema/ answers signed-in users only (session or token), like the API.
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
-    # every operation may answer 429 (the throttles): portal/api/schema.py
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
-                             "portal.api.schema.add_throttled_responses"],
+    # every operation may answer 429 (the throttles); deprecated job fields marked
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.api.schema.add_throttled_responses",
+        "portal.api.schema.mark_deprecated",
+    ],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
@@ -320,11 +330,18 @@ CELERY_BEAT_SCHEDULE["fairness-snapshot"] = {
 }
 
 # --- the cluster side ---------------------------------------------------------------
-SCHEDULER_BACKEND = env.str("SCHEDULER_BACKEND", default="kueue")
-if SCHEDULER_BACKEND not in ("kueue", "volcano"):
+SCHEDULER_BACKEND = env.str("SCHEDULER_BACKEND", default=_backends.DEFAULT)
+if SCHEDULER_BACKEND not in _backends.names():
     raise environ.ImproperlyConfigured(
-        f"SCHEDULER_BACKEND must be 'kueue' or 'volcano', got {SCHEDULER_BACKEND!r}"
+        f"SCHEDULER_BACKEND must be {' or '.join(map(repr, _backends.names()))}, "
+        f"got {SCHEDULER_BACKEND!r}"
     )
+#: Key prefixes of the annotations a submitted job may carry (``annotations`` on
+#: ``POST /api/v1/jobs/``). The demo and the tests (DEBUG) allow the simulated
+#: cluster's hints, ``sim.portal.gpu/`` (running time, outcome, GPU activity);
+#: production allows none unless set.
+JOB_ANNOTATION_PREFIXES = env.list("JOB_ANNOTATION_PREFIXES",
+                                   default=["sim.portal.gpu/"] if DEBUG else [])
 KUBECONFIG = env.str("KUBECONFIG", default="")
 KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
 #: Seconds to connect to, and to wait for an answer from, the Kubernetes API

@@ -8,10 +8,20 @@ import socket
 
 from celery import shared_task
 from celery.utils.time import get_exponential_backoff_interval
+from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from portal.celery import RETRY_POLICY
 from portal.health import database_status
+from portal.services.deactivate import job_deactivate
+from portal.services.fairness import fairness_snapshot_take
+from portal.services.idle import idle_detect, idle_notify, idle_webhook_post
+from portal.services.job_runs import job_cancel_execute, job_create, job_sync, jobs_sync
+from portal.services.locks import ClusterBusy
+from portal.services.quota import grant_expire
+from portal.services.reconcile import cluster_reconcile, clusters_to_resync
+from portal.services.usage import STEP, floor_to, usage_collect, usage_prune, usage_rollup
 from queues.errors import TransientError
 
 #: Reconcile retries: the shared policy, plus the cluster port's retryable errors.
@@ -44,8 +54,6 @@ def expire_grants() -> int:
     Returns how many grants were reverted. Idempotent: a reverted grant is not
     reverted again (see :func:`portal.services.quota.grant_expire`).
     """
-    from portal.services.quota import grant_expire
-
     return grant_expire()
 
 
@@ -63,9 +71,6 @@ def reconcile_cluster_task(self, cluster_id: int) -> dict:
     out, the periodic resync re-drives the cluster. Idempotent: a repeated
     run writes nothing.
     """
-    from portal.services.locks import ClusterBusy
-    from portal.services.reconcile import cluster_reconcile
-
     try:
         result = cluster_reconcile(cluster_id=cluster_id)
     except ClusterBusy:
@@ -111,10 +116,6 @@ def resync() -> list[int]:
     Lagging: ``applied_generation < spec_generation``. Due: not reconciled for
     ``settings.RECONCILE_DRIFT_CHECK_SECONDS``. Returns the cluster ids enqueued.
     """
-    from django.conf import settings
-
-    from portal.services.reconcile import clusters_to_resync
-
     ids = clusters_to_resync(drift_check_seconds=settings.RECONCILE_DRIFT_CHECK_SECONDS)
     for cluster_id in ids:
         reconcile_cluster_task.delay(cluster_id)
@@ -128,10 +129,6 @@ def usage_collect_task() -> dict:
     Returns ``{"start", "source", "error", "rows", "dropped"}``. Idempotent: the bucket
     is replaced whole (see :func:`portal.services.usage.usage_collect`).
     """
-    from django.utils import timezone
-
-    from portal.services.usage import STEP, floor_to, usage_collect
-
     result = usage_collect(at=floor_to(timezone.now(), STEP))
     return {"start": result.start.isoformat(), "source": result.source,
             "error": result.error, "rows": result.rows, "dropped": result.dropped}
@@ -140,24 +137,18 @@ def usage_collect_task() -> dict:
 @shared_task(name="portal.usage_rollup")
 def usage_rollup_task() -> dict:
     """Hourly and daily rollups of the stored samples (periodic, hourly); idempotent."""
-    from portal.services.usage import usage_rollup
-
     return usage_rollup()
 
 
 @shared_task(name="portal.usage_prune")
 def usage_prune_task() -> dict:
     """Delete stored samples past their retention (periodic, daily)."""
-    from portal.services.usage import usage_prune
-
     return {str(k): v for k, v in usage_prune().items()}
 
 
 @shared_task(name="portal.idle_detect")
 def idle_detect_task() -> dict:
     """Flag idle jobs, clear stale flags (periodic); ``{"flagged": ids, "cleared": ids}``."""
-    from portal.services.idle import idle_detect
-
     result = idle_detect()
     return {"flagged": result.flagged, "cleared": result.cleared}
 
@@ -165,16 +156,12 @@ def idle_detect_task() -> dict:
 @shared_task(name="portal.idle_notify", **RETRY_POLICY)
 def idle_notify_task(flag_id: int) -> dict:
     """Email the owner and leads of idle flag ``flag_id`` and enqueue its webhooks (once)."""
-    from portal.services.idle import idle_notify
-
     return idle_notify(flag_id=flag_id)
 
 
 @shared_task(name="portal.idle_webhook", **RETRY_POLICY)
 def idle_webhook_task(flag_id: int, url: str) -> int | None:
     """POST idle flag ``flag_id`` as JSON to ``url``; retried with backoff on failure."""
-    from portal.services.idle import idle_webhook_post
-
     return idle_webhook_post(flag_id=flag_id, url=url)
 
 
@@ -182,8 +169,6 @@ def idle_webhook_task(flag_id: int, url: str) -> int | None:
 def job_deactivate_task(job_id: int) -> dict | None:
     """Deactivate job ``job_id`` on its cluster (Kueue spec.active=false, Volcano AbortJob),
     never delete it; retried on transient cluster errors. Idempotent."""
-    from portal.services.deactivate import job_deactivate
-
     return job_deactivate(job_id=job_id)
 # --- gang jobs ------------------------------------------------------------------------
 
@@ -193,15 +178,13 @@ def job_create_task(job_id: int) -> dict:
     """Create job ``job_id``'s suspended manifest on its cluster (enqueued on submit).
 
     Returns ``{"job_id", "outcome"}`` with outcome ``created``/``exists``/
-    ``cancelled``/``skipped``/``failed`` (see :func:`portal.services.jobs.job_create`;
+    ``cancelled``/``skipped``/``failed`` (see :func:`portal.services.job_runs.job_create`;
     ``cancelled``: a cancel recorded before or during the create, whatever exists
     of the job is deleted).
     Transient cluster errors are retried with backoff and jitter; the job is
     then read back once (``portal.job_sync``). Idempotent: an existing job is
     never applied again.
     """
-    from portal.services.jobs import job_create, job_sync
-
     outcome = job_create(job_id=job_id)
     if outcome in ("created", "exists"):
         job_sync(job_id=job_id)
@@ -215,8 +198,6 @@ def job_cancel_task(job_id: int) -> dict:
     Returns ``{"job_id", "outcome"}`` (``cancelled``/``skipped``). Retried with
     backoff on transient errors; idempotent.
     """
-    from portal.services.jobs import job_cancel_execute
-
     return {"job_id": job_id, "outcome": job_cancel_execute(job_id=job_id)}
 
 
@@ -227,8 +208,6 @@ def job_sync_task(job_id: int) -> dict:
     Returns ``{"job_id", "phase"}`` (``phase`` ``None`` when there was nothing
     to read). Retried with backoff on transient errors; read-only on the cluster.
     """
-    from portal.services.jobs import job_sync
-
     return {"job_id": job_id, "phase": job_sync(job_id=job_id)}
 
 
@@ -239,8 +218,6 @@ def jobs_sync_task() -> dict:
     Returns ``{"synced": n, "cancelled": n, "failed": n}``. A job whose read fails is left for
     the next run (its ``last_error`` says why); the others are still synced.
     """
-    from portal.services.jobs import jobs_sync
-
     return jobs_sync()
 
 
@@ -253,6 +230,4 @@ def fairness_snapshot() -> dict:
     Returns ``{"created": int, "pruned": int}``. Idempotent: a second run in the same
     interval creates nothing (see :func:`portal.services.fairness.fairness_snapshot_take`).
     """
-    from portal.services.fairness import fairness_snapshot_take
-
     return fairness_snapshot_take()

@@ -296,7 +296,7 @@ class KubernetesCluster:
 
     def issue_command(self, command: dict) -> dict:
         """Create a Volcano ``bus.volcano.sh/v1alpha1`` Command (see
-        ``queues.volcano_jobs.render_command``); the stored Command.
+        ``queues.backends.volcano.jobs.render_command``); the stored Command.
 
         Idempotent: a Command of that name still waiting for Volcano's
         controller (409 AlreadyExists) is returned as it is. Raises

@@ -43,14 +43,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from queues import quantity
+from queues.backends import MANAGED_KINDS
 from queues.errors import ClusterError, TransientError
 from queues.render.labels import TEAM_LABEL, managed_selector
 
 __all__ = [
-    "KUEUE_KINDS",
-    "MANAGED_KINDS",
     "RETAINED_KINDS",
-    "VOLCANO_KINDS",
     "ClusterPort",
     "Key",
     "ObjectResult",
@@ -65,31 +63,6 @@ __all__ = [
 
 #: (apiVersion, kind, namespace or "", name) of an object.
 Key = tuple[str, str, str, str]
-
-#: Kinds the Kueue backend manages, in apply order (prune runs in reverse).
-KUEUE_KINDS: tuple[tuple[str, str], ...] = (
-    ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
-    ("kueue.x-k8s.io/v1beta2", "Cohort"),
-    ("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass"),
-    ("scheduling.k8s.io/v1", "PriorityClass"),
-    ("v1", "Namespace"),
-    ("v1", "ResourceQuota"),
-    ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
-    ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
-)
-
-#: Kinds the Volcano backend manages, in apply order.
-VOLCANO_KINDS: tuple[tuple[str, str], ...] = (
-    ("scheduling.k8s.io/v1", "PriorityClass"),
-    ("v1", "Namespace"),
-    ("v1", "ResourceQuota"),
-    ("scheduling.volcano.sh/v1beta1", "Queue"),
-)
-
-#: Every kind either backend manages, in apply order: what prune looks at.
-MANAGED_KINDS: tuple[tuple[str, str], ...] = KUEUE_KINDS + tuple(
-    kind for kind in VOLCANO_KINDS if kind not in KUEUE_KINDS
-)
 
 #: Kinds that are never pruned (reported as ``retained``): deleting them
 #: would delete objects that are not ours.

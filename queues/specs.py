@@ -43,6 +43,7 @@ __all__ = [
     "RECLAIM_WITHIN_COHORT_POLICIES",
     "TAINT_EFFECTS",
     "WITHIN_CLUSTER_QUEUE_POLICIES",
+    "check_lending_limit",
     "CohortSpec",
     "FlavorQuota",
     "FlavorSpec",
@@ -163,6 +164,15 @@ def check_gpu_count(value: Any, field: str, *, allow_none: bool = False) -> int 
     if value < 0:
         raise SpecError(field, f"must not be negative, got {value}")
     return value
+
+
+def check_lending_limit(nominal: int, lending: int | None,
+                        field: str = "lending_limit_gpus") -> None:
+    """A team lends at most its nominal GPUs (Kueue's ClusterQueue validation): the one
+    home of the rule (the portal's quota forms and API, :class:`FlavorQuota`)."""
+    if lending is not None and lending > nominal:
+        raise SpecError(field, f"Lending limit {lending} exceeds the nominal quota {nominal}: "
+                               "a team can lend at most its nominal GPUs.")
 
 
 def check_quantity(value: Any, field: str, *, allow_none: bool = False) -> str | None:
@@ -400,11 +410,7 @@ class FlavorQuota:
         check_gpu_count(self.nominal_gpus, "nominal_gpus")
         check_gpu_count(self.borrowing_limit_gpus, "borrowing_limit_gpus", allow_none=True)
         check_gpu_count(self.lending_limit_gpus, "lending_limit_gpus", allow_none=True)
-        if self.lending_limit_gpus is not None and self.lending_limit_gpus > self.nominal_gpus:
-            raise SpecError(
-                "lending_limit_gpus",
-                f"must be <= nominal_gpus ({self.nominal_gpus}), got {self.lending_limit_gpus}",
-            )
+        check_lending_limit(self.nominal_gpus, self.lending_limit_gpus)
         check_quantity(self.cpu, "cpu", allow_none=True)
         check_quantity(self.memory, "memory", allow_none=True)
 

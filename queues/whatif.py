@@ -4,8 +4,8 @@ Pure (no Django, no ``kubernetes``). The caller gives the cluster as it is
 (``before``) and as it would be after a quota change (``after``), both as a
 :class:`SimCluster` (the portal's specs plus the nodes of each flavor), and the
 recent demand as :class:`Demand` rows. :func:`what_if` runs
-``queues.sim.scheduler.KueueSimulator`` (or ``VolcanoSimulator`` for a Volcano
-cluster) once per side on the same demand and returns, per team, the figures
+the scheduler model of the cluster's backend (``backends.get(name).simulator``, say
+``KueueSimulator``) once per side on the same demand and returns, per team, the figures
 of :class:`TeamFigures` for both sides and their difference (after - before).
 
 Units: times in **seconds** of simulated time (0 = the first job of the
@@ -16,7 +16,7 @@ Deterministic: the demand is sorted by ``(submit_time, team, name)`` before it
 is submitted, the simulators read no clock and no randomness, so the same
 inputs give the same :class:`WhatIfResult` (and the same fingerprints).
 
-What it models, and what it does not (see ``queues/sim/scheduler`` for the
+What it models, and what it does not (see ``queues/schedmodel`` for the
 scheduler's own simplifications): each job runs for its recorded duration once
 admitted and restarts from zero after a preemption; jobs that never got a
 duration use the caller's default; a job that can never be admitted on one side
@@ -30,14 +30,8 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
-from queues.sim.scheduler import (
-    DEFAULT_GPU_RESOURCE,
-    KueueSimulator,
-    NodePool,
-    SimJob,
-    SimResult,
-    VolcanoSimulator,
-)
+from queues import backends
+from queues.schedmodel import DEFAULT_GPU_RESOURCE, NodePool, SimJob, SimResult
 from queues.specs import CohortSpec, FlavorSpec, SpecError, TeamQueueSpec
 
 __all__ = [
@@ -56,7 +50,8 @@ __all__ = [
     "what_if",
 ]
 
-BACKENDS = ("kueue", "volcano")
+#: The backends whose scheduler model the what-if runs (every registered one).
+BACKENDS = backends.names()
 
 #: Figures compared between the two runs; the delta is ``after - before``.
 COMPARED = (
@@ -247,13 +242,10 @@ def simulate(cluster: SimCluster, demand: Iterable[Demand]) -> SimResult:
     for a demand row the simulator refuses (``demand[i].<field>``, ``i`` in
     submission order), e.g. a team that is not a queue of the cluster.
     """
-    if cluster.backend == "volcano":
-        sim = VolcanoSimulator.from_specs(
-            flavors=cluster.flavors, teams=cluster.teams, cohorts=cluster.cohorts,
-            node_pools=cluster.node_pools,
-        )
-    else:
-        sim = KueueSimulator(cluster.teams, cluster.cohorts, cluster.node_pools)
+    sim = backends.get(cluster.backend).simulator(
+        flavors=cluster.flavors, teams=cluster.teams, cohorts=cluster.cohorts,
+        node_pools=cluster.node_pools,
+    )
     for index, row in enumerate(_ordered(demand)):
         try:
             sim.submit(row.sim_job())

@@ -16,10 +16,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from harness.apiserver import EmulatorServer  # noqa: E402
+from harness.sim import kueue_objects as ko  # noqa: E402
+from queues.backends.kueue.jobs import interpret_kueue, render_kueue_job, workload_for_job  # noqa: E402
 from queues.cluster import KubernetesCluster  # noqa: E402
-from queues.jobs import JobSpec, interpret_kueue, render_kueue_job, workload_for_job  # noqa: E402
-from queues.sim import kueue_objects as ko  # noqa: E402
-from queues.sim.apiserver import EmulatorServer  # noqa: E402
+from queues.jobs import JobSpec
 
 
 def timed(label: str, fn, repeat: int = 5) -> None:

@@ -37,7 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from queues.sim.scheduler import KueueSimulator, SimJob  # noqa: E402
+from queues.backends.kueue.model import KueueSimulator  # noqa: E402
+from queues.schedmodel import SimJob
 from queues.specs import CohortSpec, FlavorQuota, TeamQueueSpec  # noqa: E402
 
 COHORTS, QUEUES_PER_COHORT, NOMINAL, BORROWING_LIMIT = 5, 6, 20, 100

@@ -99,7 +99,7 @@ def run_benchmark(*, teams: int, server, port, cohorts: int = 5, flavors: int = 
                   profile: bool = False, echo=None) -> dict:
     """Build the world, then measure phases (a), (b), (c) (see the module doc).
 
-    ``server``: a running :class:`queues.sim.apiserver.EmulatorServer` (its
+    ``server``: a running :class:`harness.apiserver.EmulatorServer` (its
     counters give the writes); ``port``: a :class:`queues.cluster.KubernetesCluster`
     pointed at it. Returns ``{"teams", "objects", "full": {"seconds", "writes",
     "requests"}, "noop": {...}, "change": {..., "changed_objects": [...]}}``.
@@ -185,8 +185,8 @@ def main(argv: list[str] | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-reconcile-") as tmp:
         workdir = Path(tmp)
         _setup_django(workdir)
+        from harness.apiserver import EmulatorServer
         from queues.cluster import KubernetesCluster
-        from queues.sim.apiserver import EmulatorServer
 
         with EmulatorServer() as server:
             kubeconfig = server.write_kubeconfig(workdir / "kubeconfig")

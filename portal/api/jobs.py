@@ -2,8 +2,9 @@
 
 The shapes here are a public contract (issue 5): ``POST /api/v1/jobs/`` takes
 ``{team, name, image, command, args?, env?, workers, gpus_per_worker, flavor,
-cpu_per_worker?, memory_per_worker?, priority?, kind?, max_runtime_seconds?, sim_duration_seconds?,
-sim_outcome?, sim_profile?}``
+cpu_per_worker?, memory_per_worker?, priority?, kind?, max_runtime_seconds?, annotations?,
+sim_duration_seconds?, sim_outcome?, sim_profile?}`` (the three ``sim_*`` fields are
+deprecated, :data:`DEPRECATED_FIELDS`: they spell ``annotations`` of the simulated cluster)
 (team by slug, flavor and priority by name) and answers 201 with the job;
 ``GET /api/v1/jobs/?team=&phase=``; ``GET /api/v1/jobs/{id}/``;
 ``POST /api/v1/jobs/{id}/cancel/``; ``POST /api/v1/jobs/{id}/refresh/``.
@@ -27,6 +28,10 @@ from portal.models import Job
 from portal.selectors.jobs import jobs_visible
 from portal.services import jobs as job_services
 from portal.services.fields import whole_count
+
+#: Fields kept for one release, marked ``deprecated: true`` in the schema
+#: (:func:`portal.api.schema.mark_deprecated`), in requests and answers.
+DEPRECATED_FIELDS = ("sim_duration_seconds", "sim_outcome", "sim_profile")
 
 #: Keys a client might send hoping to set a GPU limit apart from the request:
 #: refused with a message (GPU requests always equal limits in rendered pods).
@@ -92,14 +97,23 @@ class JobCreateSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=Job.Kind.choices, default=Job.Kind.JOB)
     max_runtime_seconds = WholeNumberField(allow_none=True, required=False, default=None,
                                            help_text="activeDeadlineSeconds; null = no limit")
+    annotations = serializers.DictField(
+        child=serializers.CharField(allow_blank=True), required=False,
+        help_text="annotations of the job's manifest; each key under a prefix the portal "
+                  "allows (settings JOB_ANNOTATION_PREFIXES; the demo and tests allow the "
+                  "simulated cluster's sim.portal.gpu/duration-seconds, /outcome, /profile)")
     sim_duration_seconds = WholeNumberField(
         allow_none=True, required=False, default=None,
-        help_text="simulated clusters only: seconds the job runs once started")
-    sim_outcome = serializers.CharField(required=False, allow_blank=True, default="",
-                                        help_text="simulated clusters only: Succeeded or Failed")
+        help_text="simulated clusters only: seconds the job runs once started. Deprecated: "
+                  "use the annotation sim.portal.gpu/duration-seconds")
+    sim_outcome = serializers.CharField(
+        required=False, allow_blank=True, default="",
+        help_text="simulated clusters only: Succeeded or Failed. Deprecated: use the "
+                  "annotation sim.portal.gpu/outcome")
     sim_profile = serializers.CharField(
         required=False, allow_blank=True, default="",
-        help_text="simulated clusters only: training, notebook or inference (GPU activity)")
+        help_text="simulated clusters only: training, notebook or inference (GPU activity). "
+                  "Deprecated: use the annotation sim.portal.gpu/profile")
 
     def unknown_key_message(self, key: str) -> str:
         """A GPU-limit key is refused with why (limits always equal requests)."""

@@ -1,4 +1,7 @@
-"""OpenAPI post-processing: what every operation may answer that views do not declare."""
+"""OpenAPI schema hooks (drf-spectacular ``POSTPROCESSING_HOOKS``): what every operation
+may answer that views do not declare, and the deprecated job fields."""
+
+from portal.api.jobs import DEPRECATED_FIELDS
 
 THROTTLED = {
     "description": "Throttled: too many requests from this user (or, unauthenticated, from "
@@ -18,4 +21,14 @@ def add_throttled_responses(result, generator, **kwargs):
         for operation in path.values():
             if isinstance(operation, dict) and "responses" in operation:
                 operation["responses"].setdefault("429", THROTTLED)
+    return result
+
+
+def mark_deprecated(result, generator, request, public):
+    """Mark the job fields of :data:`portal.api.jobs.DEPRECATED_FIELDS` ``deprecated: true``
+    wherever a component schema has them (the submit body and the job)."""
+    for schema in (result.get("components") or {}).get("schemas", {}).values():
+        for name, prop in (schema.get("properties") or {}).items():
+            if name in DEPRECATED_FIELDS:
+                prop["deprecated"] = True
     return result

@@ -4,6 +4,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from portal.models.validators import validate_dns1123_label, validate_gpu_resource
+from queues import backends
 
 
 class Cluster(models.Model):
@@ -14,12 +15,13 @@ class Cluster(models.Model):
     when a job holding GPUs is flagged idle; ``idle_webhook_url`` is POSTed each flag.
     """
 
-    class Backend(models.TextChoices):
-        KUEUE = "kueue", "Kueue"
-        VOLCANO = "volcano", "Volcano"
+    #: The scheduler backends, from their registry (:func:`queues.backends.choices`):
+    #: ``Cluster.Backend.KUEUE == "kueue"``, ...
+    Backend = models.TextChoices(
+        "Backend", [(name.upper(), (name, label)) for name, label in backends.choices()])
 
     name = models.CharField(max_length=63, unique=True, validators=[validate_dns1123_label])
-    backend = models.CharField(max_length=16, choices=Backend.choices, default=Backend.KUEUE)
+    backend = models.CharField(max_length=16, choices=Backend.choices, default=backends.DEFAULT)
     kube_context = models.CharField(
         max_length=253, blank=True, help_text="kubeconfig context; empty = current/in-cluster"
     )

@@ -23,11 +23,12 @@ class Job(models.Model):
     service), ``max_runtime_seconds`` (``activeDeadlineSeconds``; ``None`` = no
     limit). ``manifest`` is the rendered object sent to the cluster.
 
-    Simulated clusters only (the demo, trace replay): ``sim_duration_seconds``
-    (running time once started), ``sim_outcome`` (``Succeeded``/``Failed``) and
-    ``sim_profile`` (GPU activity: ``training``/``notebook``/``inference``), all
-    optional, rendered as ``sim.portal.gpu/*`` annotations only when set
-    (:func:`queues.jobs.sim_annotations`); a real Kueue or Volcano ignores them.
+    Simulated clusters only (the demo, trace replay), deprecated with the API's
+    ``sim_*`` fields: ``sim_duration_seconds`` (running time once started),
+    ``sim_outcome`` (``Succeeded``/``Failed``) and ``sim_profile`` (GPU activity:
+    ``training``/``notebook``/``inference``), the ``sim.portal.gpu/*`` annotations
+    the job was submitted with (:func:`portal.services.jobs.job_check`); a real
+    Kueue or Volcano ignores them.
 
     Observed (written by ``job_sync`` from the Workload, the job and events):
     ``phase`` (see :class:`Phase`), ``reason`` (a short code) and ``message``
@@ -39,7 +40,7 @@ class Job(models.Model):
     job object's uid), ``last_error`` (the last cluster error).
     ``partly_placed_since`` (Volcano): when ``job_sync`` first saw the gang with some
     but fewer than ``minAvailable`` pods running (``None`` otherwise); the clock of
-    "gang partly placed" (:data:`queues.volcano_jobs.PARTLY_PLACED_AFTER`).
+    "gang partly placed" (:data:`queues.backends.volcano.jobs.PARTLY_PLACED_AFTER`).
     ``deleted_at`` is set once the job object is gone from the cluster (cancel);
     its name may then be reused.
     """

@@ -1,5 +1,7 @@
 """GPU utilization history (stored samples and rollups) and idle-GPU flags."""
 
+from datetime import timedelta
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -127,3 +129,18 @@ class IdleFlag(models.Model):
     def is_live(self) -> bool:
         """True while open or snoozed."""
         return self.state in self.LIVE_STATES
+
+
+#: The three resolutions, in seconds.
+STEP = UsageSample.Resolution.FIVE_MINUTES.value
+HOUR = UsageSample.Resolution.HOUR.value
+DAY = UsageSample.Resolution.DAY.value
+
+
+def retention() -> dict[int, timedelta]:
+    """Retention of each resolution (seconds -> how long rows are kept), from settings."""
+    return {
+        STEP: timedelta(days=settings.USAGE_RETENTION_5M_DAYS),
+        HOUR: timedelta(days=settings.USAGE_RETENTION_HOURLY_DAYS),
+        DAY: timedelta(days=settings.USAGE_RETENTION_DAILY_DAYS),
+    }

@@ -27,9 +27,10 @@ from dataclasses import dataclass
 import yaml
 from django.db.models import Count, Q, QuerySet, Sum
 
+from portal.backends import backend_for
 from portal.models import AuditEvent, Cluster, ManagedObject, QuotaRequest, Team
-from queues.reconcile import KUEUE_KINDS, Key, is_subset
-from queues.render import core, kueue
+from queues.backends import MANAGED_KINDS
+from queues.reconcile import Key, is_subset
 from queues.specs import SpecError, TeamQueueSpec
 
 #: The audit action the reconciler records when it restores a hand-edited object.
@@ -39,7 +40,7 @@ DRIFT_ACTION = "managed_object.drift_corrected"
 BADGES = {"applied": "ok", "failed": "bad", "not-active": "bad", "pending": "warn",
           "retained": ""}
 
-_KIND_ORDER = {kind: index for index, (_, kind) in enumerate(KUEUE_KINDS)}
+_KIND_ORDER = {kind: index for index, (_, kind) in enumerate(MANAGED_KINDS)}
 
 
 @dataclass(frozen=True)
@@ -124,26 +125,17 @@ def _sort_key(key: Key) -> tuple:
 
 
 def team_object_keys(team: Team) -> list[Key]:
-    """The keys of the objects every team owns on a Kueue cluster, in apply order.
-
-    ``[Namespace, ResourceQuota, ClusterQueue, LocalQueue]``, named as the
-    renderers name them (:class:`queues.specs.TeamQueueSpec`). Empty for
-    a team whose slug cannot be rendered, and on a cluster of another backend
-    (only rows the reconciler recorded are shown there). ``team.cluster``
-    must be loaded; no queries.
+    """The keys of the objects every team owns, in apply order, named as the renderers
+    name them (the backend's ``team_object_keys``: on Kueue ``[Namespace,
+    ResourceQuota, ClusterQueue, LocalQueue]``). Empty for a team whose slug
+    cannot be rendered, and on a backend that lists only the rows the reconciler
+    recorded (Volcano). ``team.cluster`` must be loaded; no queries.
     """
-    if team.cluster.backend != Cluster.Backend.KUEUE:
-        return []
     try:
         spec = TeamQueueSpec(slug=team.slug, display_name=team.name or team.slug)
     except SpecError:
         return []
-    return [
-        ("v1", "Namespace", "", spec.namespace),
-        ("v1", "ResourceQuota", spec.namespace, core.RESOURCE_QUOTA_NAME),
-        (kueue.API_VERSION, "ClusterQueue", "", spec.cluster_queue_name),
-        (kueue.API_VERSION, "LocalQueue", spec.namespace, spec.local_queue_name),
-    ]
+    return backend_for(team.cluster).team_object_keys(spec)
 
 
 def team_cluster_state(*, team: Team) -> list[ObjectState]:

@@ -17,7 +17,7 @@ from django.http import QueryDict
 
 from portal import access
 from portal.filters import JobFilter
-from portal.models import Job, Membership, Team
+from portal.models import GpuFlavor, Job, Membership, PriorityClass, Team
 
 
 def jobs_visible(*, user, team: str | None = None, phase: str | None = None) -> QuerySet[Job]:
@@ -203,8 +203,6 @@ def job_form_context(*, user, slug: str) -> JobFormContext | None:
 
     Three queries: the team, its flavors with a grant, the priority classes.
     """
-    from portal.models import GpuFlavor, PriorityClass
-
     team = access.visible_teams(user).select_related("cluster").filter(slug=slug).first()
     if team is None:
         return None

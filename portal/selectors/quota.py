@@ -7,9 +7,18 @@ from portal import access
 from portal.models import GpuFlavor, QuotaGrant, QuotaRequest, Team
 from portal.selectors.specs import ClusterSpecs, cluster_specs, desired_objects
 from portal.selectors.whatif import quota_request_what_if
-from portal.services.quota import grant_snapshot
-from queues.render import labels
+from queues.render import amounts, labels
 from queues.specs import SpecError
+
+#: The grant fields an audit event records (before/after).
+GRANT_FIELDS = ("nominal_gpus", "borrowing_limit_gpus", "lending_limit_gpus")
+
+
+def grant_snapshot(grant: QuotaGrant | None) -> dict | None:
+    """JSON-ready ``{nominal_gpus, borrowing_limit_gpus, lending_limit_gpus}`` or ``None``."""
+    if grant is None:
+        return None
+    return {name: getattr(grant, name) for name in GRANT_FIELDS}
 
 
 def flavor_nominal_sum(*, flavor: GpuFlavor, replacing: tuple[int, int] | None = None) -> int:
@@ -29,36 +38,14 @@ def max_admissible_gpus(
     *, team: Team, flavor: GpuFlavor, nominal: int, borrowing_limit: int | None,
     specs: ClusterSpecs,
 ) -> int:
-    """The most GPUs of ``flavor`` the team's queue could ever be admitted with.
-
-    ``nominal + min(borrowing_limit, what the rest of the cohort tree may lend)``;
-    the rest may lend, per team, its lending limit or else its whole nominal
-    (Kueue lends only nominal quota: https://kueue.sigs.k8s.io/docs/concepts/cohort/).
-    Without a cohort it is ``nominal``. ``specs``: the cluster as it is (or would be),
-    from ``cluster_specs``, built once by the caller.
+    """The most GPUs of ``flavor`` the team's queue could ever be admitted with
+    (:func:`queues.render.amounts.admissible_gpus`). ``specs``: the cluster as it is
+    (or would be), from ``cluster_specs``, built once by the caller.
     """
-    if team.cohort_id is None:
-        return nominal
-    parents = {c.name: c.parent for c in specs.cohorts}
-
-    def root(name: str) -> str:
-        while parents.get(name):
-            name = parents[name]
-        return name
-
-    tree = root(team.cohort.name)
-    lendable = 0
-    for other in specs.teams:
-        if other.slug == team.slug or other.cohort is None or root(other.cohort) != tree:
-            continue
-        for quota in other.quotas:
-            if quota.flavor == flavor.name:
-                lendable += (
-                    quota.nominal_gpus if quota.lending_limit_gpus is None
-                    else quota.lending_limit_gpus
-                )
-    borrowable = lendable if borrowing_limit is None else min(borrowing_limit, lendable)
-    return nominal + borrowable
+    return amounts.admissible_gpus(
+        team=team.slug, cohort=team.cohort.name if team.cohort_id else None,
+        flavor=flavor.name, nominal=nominal, borrowing_limit=borrowing_limit,
+        teams=specs.teams, cohorts=specs.cohorts)
 
 
 def quota_request_preview(*, request: QuotaRequest, what_if: bool = True) -> dict:

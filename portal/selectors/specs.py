@@ -9,15 +9,9 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from portal.backends import backend_for
 from portal.models import Cluster, Cohort, GpuFlavor, PriorityClass, QuotaGrant, Team
 from queues import specs
-from queues.render import kueue, volcano
-
-#: Renderer of the whole desired set, by ``Cluster.backend``.
-RENDERERS = {
-    Cluster.Backend.KUEUE: kueue.desired_objects,
-    Cluster.Backend.VOLCANO: volcano.desired_objects,
-}
 
 
 @dataclass(frozen=True)
@@ -127,17 +121,12 @@ def cluster_specs(*, cluster: Cluster, overrides: GrantOverride | None = None) -
 
 
 def desired_objects(cluster_specs_: ClusterSpecs) -> list[dict]:
-    """Every manifest the cluster should hold, in apply order, for its backend.
-
-    ``kueue``: ``queues.render.kueue.desired_objects``; ``volcano``:
-    ``queues.render.volcano.desired_objects``. Raises
+    """Every manifest the cluster should hold, in apply order, for its backend
+    (:meth:`queues.backends.base.SchedulerBackend.desired_objects`). Raises
     :class:`queues.specs.SpecError` (e.g. a fractional weight on a Volcano
     cluster) or ``ValueError`` for an unknown backend.
     """
-    render = RENDERERS.get(cluster_specs_.backend)
-    if render is None:
-        raise ValueError(f"unknown scheduler backend {cluster_specs_.backend!r}")
-    return render(
+    return backend_for(cluster_specs_.backend).desired_objects(
         flavors=cluster_specs_.flavors,
         cohorts=cluster_specs_.cohorts,
         priority_classes=cluster_specs_.priority_classes,

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from portal import access
 from portal.models import IdleFlag, Membership, Team, UsageSample
-from portal.services.usage import DAY, HOUR, STEP, retention
+from portal.models.usage import DAY, HOUR, STEP, retention
 
 #: Default span of reports and dashboards.
 DEFAULT_SPAN = timedelta(days=7)

@@ -8,17 +8,13 @@ from django.db import transaction
 from django.db.models import F
 
 from portal import access
+from portal.backends import backend_for
 from portal.models import Cluster, Cohort, GpuFlavor, PriorityClass
 from portal.models.validators import validate_gpu_resource
 from portal.services.audit import audit_record
 from portal.services.fields import quantity_string, whole_count
 from portal.services.outbox import cluster_spec_bump, reconcile_enqueue
-from portal.services.teams import (
-    VOLCANO_RESERVED_NAMES,
-    dns_label,
-    volcano_queue_name,
-    weight_value,
-)
+from portal.services.teams import dns_label, queue_name_check, weight_value
 from queues import quantity, specs
 from queues.specs import SpecError
 
@@ -131,7 +127,7 @@ def cluster_create(*, actor, name: str, backend: str = "kueue", kube_context: st
     _staff_only(actor, "clusters")
     dns_label("name", name)
     if backend not in Cluster.Backend.values:
-        raise ValidationError({"backend": f"'{backend}' is not one of: kueue, volcano."})
+        raise ValidationError({"backend": _unknown_backend(backend)})
     if Cluster.objects.filter(name=name).exists():
         raise ValidationError({"name": f"A cluster named '{name}' already exists."})
     cluster = Cluster.objects.create(name=name, backend=backend, kube_context=kube_context)
@@ -149,12 +145,11 @@ def backend_problems(*, cluster: Cluster, backend: str) -> dict[str, list[str]]:
     """
     problems: dict[str, list[str]] = {}
     if backend not in Cluster.Backend.values:
-        return {"backend": [f"'{backend}' is not one of: kueue, volcano."]}
-    if backend != Cluster.Backend.VOLCANO:
-        return problems
+        return {"backend": [_unknown_backend(backend)]}
+    scheduler = backend_for(backend)
     cohorts = list(Cohort.objects.filter(cluster=cluster).values_list("name", "weight"))
     teams = list(cluster.teams.values_list("slug", "weight"))
-    names = {name for name, _ in cohorts}
+    names = {name for name, _ in cohorts} if scheduler.queue_names_shared else set()
     for what, rows in (("cohort", cohorts), ("team", teams)):
         for name, weight in rows:
             try:
@@ -162,10 +157,14 @@ def backend_problems(*, cluster: Cluster, backend: str) -> dict[str, list[str]]:
             except ValidationError as exc:
                 problems.setdefault("backend", []).append(
                     f"{what} '{name}': {exc.message_dict['weight'][0]}")
-            if name in VOLCANO_RESERVED_NAMES or (what == "team" and name in names):
+            if name in scheduler.reserved_queue_names or (what == "team" and name in names):
                 problems.setdefault("backend", []).append(
-                    f"{what} '{name}': its name is taken by another Volcano queue.")
+                    f"{what} '{name}': its name is taken by another {scheduler.label} queue.")
     return problems
+
+
+def _unknown_backend(backend: str) -> str:
+    return f"'{backend}' is not one of: {', '.join(Cluster.Backend.values)}."
 
 
 @transaction.atomic
@@ -262,7 +261,7 @@ def cohort_create(
         raise ValidationError({"parent": f"Cohort '{parent.name}' is in another cluster."})
     if Cohort.objects.filter(cluster=cluster, name=name).exists():
         raise ValidationError({"name": f"Cohort '{name}' already exists in '{cluster.name}'."})
-    volcano_queue_name("name", name, cluster=cluster)
+    queue_name_check("name", name, cluster=cluster)
     cohort = Cohort.objects.create(cluster=cluster, name=name, parent=parent, weight=weight)
     cluster_spec_bump(cluster_id=cluster.pk)
     audit_record(actor=actor, action="cohort.created", target=cohort,

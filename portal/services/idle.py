@@ -35,6 +35,7 @@ from portal import access
 from portal.models import Cluster, IdleFlag, Job, UsageSample
 from portal.selectors.usage import team_leads
 from portal.services.audit import audit_record
+from portal.services.outbox import task_enqueue, task_send
 from portal.services.usage import HOLDING_PHASES, STEP
 
 log = logging.getLogger(__name__)
@@ -140,10 +141,8 @@ def idle_detect(*, now: datetime | None = None) -> DetectResult:
                                 "idle_since": flag.idle_since.isoformat()})
             flagged.append(flag.pk)
         if flagged:
-            from portal.tasks import idle_notify_task
-
-            ids = list(flagged)
-            transaction.on_commit(lambda: [idle_notify_task.delay(i) for i in ids])
+            for flag_id in flagged:
+                task_enqueue("portal.idle_notify", flag_id)
     return DetectResult(flagged=flagged, cleared=cleared)
 
 
@@ -186,10 +185,8 @@ def idle_notify(*, flag_id: int) -> dict:
                   settings.DEFAULT_FROM_EMAIL, emails)
     urls = [u for u in (team.cluster.idle_webhook_url, team.idle_webhook_url) if u]
     IdleFlag.objects.filter(pk=flag.pk).update(notified_at=timezone.now())
-    from portal.tasks import idle_webhook_task
-
     for url in urls:
-        idle_webhook_task.delay(flag.pk, url)
+        task_send("portal.idle_webhook", flag.pk, url)
     return {"emailed": emails, "webhooks": urls}
 
 
@@ -271,8 +268,5 @@ def idle_flag_reclaim(*, actor, flag: IdleFlag, now: datetime | None = None) -> 
                      team=locked.job.team, before=before,
                      after={"state": locked.state, "job": locked.job.name,
                             "gpus": locked.gpus, "deactivate": True})
-        from portal.tasks import job_deactivate_task
-
-        job_id = locked.job_id
-        transaction.on_commit(lambda: job_deactivate_task.delay(job_id))
+        task_enqueue("portal.job_deactivate", locked.job_id)
     return locked

@@ -8,18 +8,12 @@ from django.utils import timezone
 
 from portal import access
 from portal.models import GpuFlavor, QuotaGrant, QuotaRequest, Team
+from portal.selectors.quota import flavor_nominal_sum, grant_snapshot
 from portal.services.audit import audit_record
 from portal.services.fields import whole_count
 from portal.services.outbox import cluster_spec_bump, reconcile_enqueue
-
-GRANT_FIELDS = ("nominal_gpus", "borrowing_limit_gpus", "lending_limit_gpus")
-
-
-def grant_snapshot(grant: QuotaGrant | None) -> dict | None:
-    """JSON-ready ``{nominal_gpus, borrowing_limit_gpus, lending_limit_gpus}`` or ``None``."""
-    if grant is None:
-        return None
-    return {name: getattr(grant, name) for name in GRANT_FIELDS}
+from queues import specs
+from queues.specs import SpecError
 
 
 def quota_values_check(
@@ -46,11 +40,10 @@ def quota_values_check(
                     f"Team '{team.slug}' is in no cohort: it cannot borrow or lend, "
                     "so this limit must be empty."
                 )
-    if lending is not None and lending > nominal:
-        errors["lending_limit_gpus"] = (
-            f"Lending limit {lending} exceeds the nominal quota {nominal}: "
-            "a team can lend at most its nominal GPUs."
-        )
+    try:
+        specs.check_lending_limit(nominal, lending)
+    except SpecError as exc:
+        errors[exc.field] = exc.message
     if errors:
         raise ValidationError(errors)
     return nominal, borrowing, lending
@@ -128,7 +121,6 @@ def quota_request_approve(
         borrowing_limit_gpus=request.borrowing_limit_gpus,
         lending_limit_gpus=request.lending_limit_gpus,
     )
-    from portal.selectors.quota import flavor_nominal_sum
 
     after_sum = flavor_nominal_sum(flavor=flavor, replacing=(team.pk, nominal))
     if after_sum > flavor.physical_gpus and not allow_overcommit:

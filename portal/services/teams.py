@@ -7,23 +7,20 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from portal import access
+from portal.backends import backend_for
 from portal.models import Cluster, Cohort, Membership, Team
 from portal.models.validators import validate_dns1123_label
 from portal.services.audit import audit_record
 from portal.services.outbox import cluster_spec_bump, reconcile_enqueue
-
-#: Volcano's Queue ``spec.weight`` is an int32 in 1..65535 (Queue CRD).
-VOLCANO_MAX_WEIGHT = 65535
-#: Queues Volcano creates itself; a team or cohort of that name would collide with them.
-VOLCANO_RESERVED_NAMES = frozenset({"root", "default"})
 
 
 def weight_value(field: str, value, *, backend: str = "kueue") -> Decimal:
     """A fair-sharing weight as a Decimal > 0 (the renderers need a positive weight for
     Kueue's ``fairSharing.weight`` and Volcano's ``weight``); errors name ``field``.
 
-    ``backend="volcano"``: Volcano takes a whole number 1..65535, so ``1.5`` is
-    refused there (Kueue accepts it). Raises :class:`ValidationError` ``{field: ...}``.
+    Then the rules of ``backend`` (its ``weight_problem``: Volcano takes a whole
+    number 1..65535, so ``1.5`` is refused there, Kueue accepts it). Raises
+    :class:`ValidationError` ``{field: ...}``.
     """
     try:
         weight = Decimal(str(value))
@@ -33,31 +30,28 @@ def weight_value(field: str, value, *, backend: str = "kueue") -> Decimal:
         raise ValidationError({field: f"{value} must be a number greater than 0."})
     if weight > Decimal("99999"):
         raise ValidationError({field: f"{value} is larger than 99999."})
-    if backend == Cluster.Backend.VOLCANO:
-        if weight != weight.to_integral_value():
-            raise ValidationError({field: f"{value} is not a whole number: Volcano queue "
-                                          "weights are whole numbers from 1 to 65535."})
-        if weight > VOLCANO_MAX_WEIGHT:
-            raise ValidationError({field: f"{value} is larger than {VOLCANO_MAX_WEIGHT}, the "
-                                          "largest Volcano queue weight."})
+    problem = backend_for(backend).weight_problem(weight, value)
+    if problem:
+        raise ValidationError({field: problem})
     return weight
 
 
-def volcano_queue_name(field: str, name: str, *, cluster: Cluster) -> None:
-    """On a Volcano cluster, refuse a team or cohort ``name`` that another Queue already has.
+def queue_name_check(field: str, name: str, *, cluster: Cluster) -> None:
+    """Refuse a team or cohort ``name`` that the cluster's scheduler or another queue has.
 
-    Teams and cohorts both become cluster-scoped Volcano Queues, so a team
-    slug may not equal a cohort name of the same cluster, nor ``root`` or
-    ``default``. No-op for other backends. Raises :class:`ValidationError`.
+    On a backend whose teams and cohorts both become cluster-scoped queues
+    (Volcano), a team slug may not equal a cohort name of the same cluster, nor a
+    name the scheduler reserves (``root``, ``default``). No-op for other
+    backends. Raises :class:`ValidationError`.
     """
-    if cluster.backend != Cluster.Backend.VOLCANO:
-        return
-    if name in VOLCANO_RESERVED_NAMES:
-        raise ValidationError({field: f"'{name}' is a queue Volcano creates itself."})
-    if (Team.objects.filter(cluster=cluster, slug=name).exists()
+    backend = backend_for(cluster)
+    if name in backend.reserved_queue_names:
+        raise ValidationError({field: f"'{name}' is a queue {backend.label} creates itself."})
+    if backend.queue_names_shared and (
+            Team.objects.filter(cluster=cluster, slug=name).exists()
             or Cohort.objects.filter(cluster=cluster, name=name).exists()):
         raise ValidationError(
-            {field: f"'{name}' already names a Volcano queue (a team or cohort) in "
+            {field: f"'{name}' already names a {backend.label} queue (a team or cohort) in "
                     f"'{cluster.name}'."})
 
 
@@ -88,7 +82,7 @@ def team_create(
     weight = weight_value("weight", weight, backend=cluster.backend)
     if Team.objects.filter(slug=slug).exists():
         raise ValidationError({"slug": f"A team with slug '{slug}' already exists."})
-    volcano_queue_name("slug", slug, cluster=cluster)
+    queue_name_check("slug", slug, cluster=cluster)
     if cohort is not None and cohort.cluster_id != cluster.pk:
         raise ValidationError({"cohort": f"Cohort '{cohort.name}' is in another cluster."})
     team = Team.objects.create(

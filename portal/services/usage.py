@@ -28,6 +28,7 @@ from django.db.models.functions import Trunc
 from django.utils import timezone
 
 from portal.models import Job, Team, UsageSample
+from portal.models.usage import DAY, HOUR, STEP, retention
 from queues.metrics import (
     JobAllocation,
     PrometheusClient,
@@ -40,9 +41,6 @@ from queues.metrics import (
 
 log = logging.getLogger(__name__)
 
-STEP = UsageSample.Resolution.FIVE_MINUTES.value
-HOUR = UsageSample.Resolution.HOUR.value
-DAY = UsageSample.Resolution.DAY.value
 #: Job phases in which a job holds its GPUs.
 HOLDING_PHASES = (Job.Phase.ADMITTED, Job.Phase.RUNNING)
 UNATTRIBUTED = "unattributed"
@@ -212,15 +210,6 @@ def usage_rollup(*, now: datetime | None = None) -> dict[str, int]:
         written[name] = _rollup(source=source, target=target, since=floor_to(since, target),
                                 until=until)
     return written
-
-
-def retention() -> dict[int, timedelta]:
-    """Retention of each resolution (seconds -> how long rows are kept), from settings."""
-    return {
-        STEP: timedelta(days=settings.USAGE_RETENTION_5M_DAYS),
-        HOUR: timedelta(days=settings.USAGE_RETENTION_HOURLY_DAYS),
-        DAY: timedelta(days=settings.USAGE_RETENTION_DAILY_DAYS),
-    }
 
 
 def usage_prune(*, now: datetime | None = None) -> dict[int, int]:

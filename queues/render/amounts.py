@@ -18,6 +18,7 @@ from queues.specs import CohortSpec, FlavorQuota, FlavorSpec, SpecError, TeamQue
 
 __all__ = [
     "Amounts",
+    "admissible_gpus",
     "borrowing_limit",
     "cohort_capacity",
     "cohort_order",
@@ -135,6 +136,37 @@ def cohort_root(name: str, cohorts: Iterable[CohortSpec]) -> str:
             raise SpecError("parent", f"cohort cycle: {' -> '.join([*seen, current])}")
         seen.append(current)
     return current
+
+
+def admissible_gpus(
+    *, team: str, cohort: str | None, flavor: str, nominal: int, borrowing_limit: int | None,
+    teams: Iterable[TeamQueueSpec], cohorts: Iterable[CohortSpec],
+) -> int:
+    """The most GPUs of ``flavor`` team ``team`` could ever be admitted with: the one
+    home of "the most a team can ever be admitted" (the submit check, the quota preview).
+
+    ``nominal + min(borrowing_limit, what the rest of the cohort tree may lend)``; the
+    rest may lend, per team, its lending limit or else its whole nominal (Kueue lends
+    only nominal quota: https://kueue.sigs.k8s.io/docs/concepts/cohort/). Without a
+    cohort it is ``nominal``. ``nominal`` / ``borrowing_limit`` are the team's own (as
+    granted, or as they would be); ``teams`` / ``cohorts`` the cluster's specs. The
+    namespace ResourceQuota's cap (``core.max_admitted``) is an upper bound of this.
+    """
+    if cohort is None:
+        return nominal
+    cohorts = list(cohorts)
+    tree = cohort_root(cohort, cohorts)
+    lendable = 0
+    for other in teams:
+        if other.slug == team or other.cohort is None or cohort_root(other.cohort,
+                                                                     cohorts) != tree:
+            continue
+        for quota in other.quotas:
+            if quota.flavor == flavor:
+                lendable += (quota.nominal_gpus if quota.lending_limit_gpus is None
+                             else quota.lending_limit_gpus)
+    borrowable = lendable if borrowing_limit is None else min(borrowing_limit, lendable)
+    return nominal + borrowable
 
 
 def cohort_order(cohorts: Iterable[CohortSpec]) -> list[CohortSpec]:

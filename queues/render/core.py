@@ -96,7 +96,10 @@ def max_admitted(
     *,
     cohort_capacity: Mapping[str, amounts.Amounts] | None = None,
 ) -> dict[str, amounts.Amounts]:
-    """Most the team can ever be admitted with, per flavor name (formula in the module doc).
+    """The namespace ResourceQuota's cap per flavor name (formula in the module doc): an
+    upper bound of what the team can ever be admitted with
+    (:func:`queues.render.amounts.admissible_gpus`, the exact figure), so the
+    ResourceQuota never refuses pods of an admitted job.
 
     ``cohort_capacity`` (flavor name -> ``Amounts``, see
     ``amounts.cohort_capacity``) is required for every flavor whose borrowing

@@ -38,7 +38,7 @@ def kubeconfig_path(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def _kube_emulator_server(kubeconfig_path):
-    from queues.sim.apiserver import EmulatorServer, default_crd_dir
+    from harness.apiserver import EmulatorServer, default_crd_dir
 
     crd_dir = default_crd_dir()
     if not crd_dir.is_dir():

@@ -17,6 +17,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
+from portal.backends import backend_for
 from portal.models import (
     Cluster,
     Cohort,
@@ -74,7 +75,8 @@ class Command(BaseCommand):
             cluster, created = Cluster.objects.get_or_create(
                 name="demo", defaults={"backend": settings.SCHEDULER_BACKEND})
             kept = [] if created else self._rerun(cluster)
-            volcano_wanted = settings.SCHEDULER_BACKEND == Cluster.Backend.VOLCANO
+            #: The rules of the backend the demo asks for (it may switch the cluster to it).
+            wanted = backend_for(settings.SCHEDULER_BACKEND)
             flavors = {}
             for name, resource, model, gpus, cpu, memory, product in FLAVORS:
                 flavors[name], _ = GpuFlavor.objects.get_or_create(
@@ -89,9 +91,10 @@ class Command(BaseCommand):
             }
             teams = {}
             for slug, name, cohort, weight, grants in TEAMS:
-                # Volcano Queue weights are whole numbers: 0.5 becomes 1 there.
-                weight = max(Decimal(1), Decimal(weight).to_integral_value()) \
-                    if volcano_wanted else Decimal(weight)
+                weight = Decimal(weight)
+                if wanted.weight_problem(weight, weight):
+                    # Volcano Queue weights are whole numbers: 0.5 becomes 1 there.
+                    weight = max(Decimal(1), weight.to_integral_value())
                 teams[slug], made = Team.objects.get_or_create(slug=slug, defaults={
                     "name": name, "cluster": cluster, "weight": weight,
                     "cohort": cohorts.get(cohort)})

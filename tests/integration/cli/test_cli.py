@@ -3,7 +3,7 @@
 The CLI runs as its own process (``python -m portal_cli``, what the ``gpuq`` console
 script calls) with ``GPUQ_URL``/``GPUQ_TOKEN``, talking HTTP to pytest-django's live
 server; a real Celery worker creates, syncs and cancels the jobs on the Kubernetes API
-emulator, and the test writes what Kueue's controllers would (``queues.sim.kueue_objects``),
+emulator, and the test writes what Kueue's controllers would (``harness.sim.kueue_objects``),
 as tests/integration/jobs/test_job_flow.py does.
 """
 
@@ -21,9 +21,9 @@ import yaml
 from django.conf import settings
 from django.core.management import call_command
 
+from harness.sim import kueue_objects as kueue
 from portal.services.reconcile import cluster_reconcile
 from queues.cluster import KubernetesCluster
-from queues.sim import kueue_objects as kueue
 from tests.integration.helpers import live_job, wait_for_job
 from tests.integration.jobs.conftest import build_world
 from tests.services import REPO_ROOT

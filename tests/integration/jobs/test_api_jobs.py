@@ -279,3 +279,57 @@ def test_openapi_schema_documents_the_job_endpoints(world, api):
     assert create["properties"]["gpus_per_worker"]["type"] == "integer"
     params = {p["name"] for p in paths["/api/v1/jobs/"]["get"]["parameters"]}
     assert {"team", "phase"} <= params
+
+
+def test_the_simulator_fields_are_deprecated_in_the_schema(world, api):
+    schema = api(world["member_a"]).get("/api/schema/", {"format": "json"}).json()
+    for component in ("JobCreate", "Job"):
+        properties = schema["components"]["schemas"][component]["properties"]
+        for field in ("sim_duration_seconds", "sim_outcome", "sim_profile"):
+            assert properties[field]["deprecated"] is True, (component, field)
+        assert "deprecated" not in properties["name"]
+    assert schema["components"]["schemas"]["JobCreate"]["properties"]["annotations"][
+        "type"] == "object"
+
+
+# --- simulator hints: annotations, and the deprecated sim_* fields ----------------------
+
+
+def test_simulator_hints_travel_as_annotations(world, api):
+    notes = {"sim.portal.gpu/duration-seconds": "90", "sim.portal.gpu/profile": "notebook"}
+    response = submit(api, world["member_a"], annotations=notes)
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["manifest"]["metadata"]["annotations"] == notes
+    # the deprecated columns still report the hints, whichever way they came
+    assert (body["sim_duration_seconds"], body["sim_outcome"], body["sim_profile"]) == (
+        90, "", "notebook")
+
+
+def test_the_deprecated_sim_fields_become_the_same_annotations(world, api):
+    response = submit(api, world["member_a"], sim_duration_seconds=90, sim_outcome="Failed")
+    assert response.status_code == 201, response.json()
+    assert response.json()["manifest"]["metadata"]["annotations"] == {
+        "sim.portal.gpu/duration-seconds": "90", "sim.portal.gpu/outcome": "Failed"}
+
+
+@pytest.mark.parametrize(("overrides", "field", "fragment"), [
+    ({"annotations": {"example.com/owner": "me"}}, "annotations", "allowed key prefixes"),
+    ({"annotations": {"sim.portal.gpu/outcome": "Done"}}, "annotations", "must be one of"),
+    ({"sim_outcome": "Done"}, "sim_outcome", "must be one of Succeeded, Failed"),
+    ({"sim_profile": "gaming"}, "sim_profile", "must be one of training"),
+])
+def test_bad_annotations_are_field_errors(world, api, overrides, field, fragment):
+    response = submit(api, world["member_a"], **overrides)
+    assert response.status_code == 400
+    assert fragment in " ".join(response.json()[field])
+    assert not Job.objects.exists()
+
+
+def test_production_accepts_no_annotations_but_the_deprecated_fields(world, api, settings):
+    settings.JOB_ANNOTATION_PREFIXES = []
+    response = submit(api, world["member_a"],
+                      annotations={"sim.portal.gpu/duration-seconds": "9"})
+    assert response.status_code == 400
+    assert "allowed key prefixes: none" in " ".join(response.json()["annotations"])
+    assert submit(api, world["member_a"], sim_duration_seconds=9).status_code == 201

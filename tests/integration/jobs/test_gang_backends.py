@@ -3,8 +3,8 @@
 ``POST /api/v1/jobs/`` -> ``job_submit`` -> a real Celery worker -> the official
 client over HTTP -> the Kubernetes API emulator. No scheduler runs there, so
 each test writes what the backend's controllers would write (Kueue's Workload
-through ``queues.sim.kueue_objects``; Volcano's PodGroup, vcjob status and
-Command handling through ``queues.sim.volcano_objects``), then asks the worker
+through ``harness.sim.kueue_objects``; Volcano's PodGroup, vcjob status and
+Command handling through ``harness.sim.volcano_objects``), then asks the worker
 to read the status back and checks what the API shows.
 """
 
@@ -15,14 +15,15 @@ import pytest
 from django.conf import settings
 from django.db import transaction
 
+from harness.sim import kueue_objects as kueue_sim
+from harness.sim import volcano_objects as volcano_sim
 from portal.models import AuditEvent, Cluster, Job
-from portal.services.jobs import job_cancel, job_cancel_execute, job_submit, job_sync
+from portal.services.job_runs import job_cancel_execute, job_sync
+from portal.services.jobs import job_cancel, job_submit
 from portal.services.reconcile import cluster_reconcile
 from portal.tasks import job_sync_task, jobs_sync_task
+from queues.backends.volcano.jobs import COMMAND_API_VERSION
 from queues.cluster import KubernetesCluster
-from queues.sim import kueue_objects as kueue_sim
-from queues.sim import volcano_objects as volcano_sim
-from queues.volcano_jobs import COMMAND_API_VERSION
 
 from .conftest import build_world, job_payload
 
@@ -185,15 +186,34 @@ def test_volcano_gang_partly_placed_is_distinct_from_pending(live_world, backend
 
 @pytest.mark.parametrize("backend", ["volcano"])  # queues are closed only on Volcano
 def test_submit_to_a_closed_volcano_queue_is_refused(live_world, backend, port):
+    """The refusal comes from the queue's state as the reconciler last observed it: the web
+    request reads no cluster."""
+    cluster_id = live_world["cluster"].pk
     volcano_sim.set_queue_state(port, "team-a", "Closed")
+    assert _api(live_world["member_a"]).post(  # not observed yet: accepted as before
+        "/api/v1/jobs/", job_payload(name="before-close"), format="json").status_code == 201
+    cluster_reconcile(cluster_id=cluster_id, port=port)  # observes the closed Queue
     before = Job.objects.count()
     response = _api(live_world["member_a"]).post("/api/v1/jobs/", job_payload(), format="json")
     assert response.status_code == 400
     assert "queue 'team-a' is closed" in " ".join(response.json()["team"])
     assert Job.objects.count() == before
     volcano_sim.set_queue_state(port, "team-a", "Open")
+    cluster_reconcile(cluster_id=cluster_id, port=port)
     assert _api(live_world["member_a"]).post(
         "/api/v1/jobs/", job_payload(), format="json").status_code == 201
+
+
+def test_submit_reads_no_cluster(live_world, backend, port, monkeypatch):
+    """A submission never talks to the cluster (the worker creates the job)."""
+    from portal.services import reconcile as reconcile_services
+
+    def no_port(**kwargs):
+        raise AssertionError("the web request asked for a cluster port")
+
+    monkeypatch.setattr(reconcile_services, "cluster_port", no_port)
+    response = _api(live_world["member_a"]).post("/api/v1/jobs/", job_payload(), format="json")
+    assert response.status_code == 201
 
 
 def test_cancel_stops_the_gang_and_removes_it(live_world, backend, port):

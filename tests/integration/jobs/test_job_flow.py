@@ -5,7 +5,7 @@ a separate ``celery worker`` process running ``portal.job_create`` /
 ``portal.job_sync`` / ``portal.job_cancel`` through
 ``queues.cluster.KubernetesCluster`` against the Kubernetes API emulator. No
 Kueue runs against the emulator, so the test writes what Kueue's controllers
-would write (``queues.sim.kueue_objects``) and checks what the API and the
+would write (``harness.sim.kueue_objects``) and checks what the API and the
 pages then show.
 """
 
@@ -17,10 +17,10 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from harness.sim import kueue_objects as kueue
 from portal.models import Job
 from portal.services.reconcile import cluster_reconcile
 from queues.cluster import KubernetesCluster
-from queues.sim import kueue_objects as kueue
 from tests.integration.helpers import api_as, live_job, wait_for_job
 from tests.integration.jobs.conftest import build_world, job_payload
 

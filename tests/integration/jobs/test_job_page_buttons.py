@@ -15,10 +15,10 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import expect
 
+from harness.sim import kueue_objects as kueue
 from portal.models import Job
 from portal.services.reconcile import cluster_reconcile
 from queues.cluster import KubernetesCluster
-from queues.sim import kueue_objects as kueue
 from tests.e2e.pages.auth import LoginPage
 from tests.integration.helpers import api_as, live_job, wait_for_job
 from tests.integration.jobs.conftest import build_world, job_payload

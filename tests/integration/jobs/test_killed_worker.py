@@ -13,11 +13,11 @@ import pytest
 from django.conf import settings
 from rest_framework.test import APIClient
 
+from harness.sim import kueue_objects as kueue
 from portal.models import Job
 from portal.services.reconcile import cluster_reconcile
 from portal.tasks import jobs_sync_task
 from queues.cluster import KubernetesCluster
-from queues.sim import kueue_objects as kueue
 from tests.integration.jobs.conftest import build_world, job_payload
 
 JOB_PATH = r"/apis/batch/v1/namespaces/team-a/jobs/train$"

@@ -17,8 +17,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from portal.models import ApiToken, Cluster, GpuFlavor, Job
-from portal.replay import (
+from harness.replay import (
     PortalClient,
     ReplayError,
     Submission,
@@ -27,9 +26,10 @@ from portal.replay import (
     job_payload,
     submit_jobs,
 )
+from harness.traces import TraceJob, gang_shape, gpu_hours_by_vc, nominal_quotas, read_philly
+from portal.models import ApiToken, Cluster, GpuFlavor, Job
 from portal.services.tokens import token_issue
 from queues.cluster import KubernetesCluster
-from queues.traces import TraceJob, gang_shape, gpu_hours_by_vc, nominal_quotas, read_philly
 from tests.services import shared_path
 
 pytestmark = pytest.mark.usefixtures("celery_worker_process")
@@ -249,13 +249,13 @@ def test_concurrent_submissions_keep_trace_order_and_send_the_simulators_fields(
 def test_replay_waits_until_every_job_is_final_and_reports_waits(portal_world, live_server,
                                                                   tmp_path):
     """Without --no-wait the command polls the API until every job is final, then prints
-    per-team waits. The test plays Kueue (``queues.sim.kueue_objects``) on the emulator:
+    per-team waits. The test plays Kueue (``harness.sim.kueue_objects``) on the emulator:
     it admits the three jobs 10, 20 and 40 s after their submission (the Admitted
     condition's time) and finishes them; the portal reads that back on refresh."""
     import datetime as dt
     import threading
 
-    from queues.sim import kueue_objects as kueue
+    from harness.sim import kueue_objects as kueue
 
     token = _token(portal_world["staff"])
     trace = tmp_path / "philly.csv"

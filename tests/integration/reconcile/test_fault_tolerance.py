@@ -26,8 +26,9 @@ from portal.services.outbox import cluster_spec_bump
 from portal.services.quota import quota_request_approve, quota_request_create
 from portal.services.reconcile import cluster_reconcile, clusters_to_resync
 from portal.tasks import reconcile_cluster_task, resync
+from queues.backends.kueue.backend import KINDS as KUEUE_KINDS
 from queues.cluster import KubernetesCluster
-from queues.reconcile import KUEUE_KINDS, key_of
+from queues.reconcile import key_of
 from queues.render.labels import managed_selector
 
 KUEUE = "kueue.x-k8s.io/v1beta2"

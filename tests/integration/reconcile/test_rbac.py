@@ -17,17 +17,18 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.apiserver.app import DEFAULT_USER
+from harness.sim import kueue_objects as kueue_sim
+from harness.sim import volcano_objects as volcano_sim
 from portal.models import Cohort, GpuFlavor, Job, PriorityClass
 from portal.services.catalog import cluster_backend_set
 from portal.services.reconcile import cluster_reconcile
 from portal.tasks import job_deactivate_task, job_sync_task, jobs_sync_task
+from queues.backends.kueue.backend import KINDS as KUEUE_KINDS
+from queues.backends.volcano.backend import KINDS as VOLCANO_KINDS
+from queues.backends.volcano.jobs import COMMAND_API_VERSION
 from queues.cluster import KubernetesCluster
-from queues.reconcile import KUEUE_KINDS, VOLCANO_KINDS
 from queues.render.labels import managed_selector
-from queues.sim import kueue_objects as kueue_sim
-from queues.sim import volcano_objects as volcano_sim
-from queues.sim.apiserver.app import DEFAULT_USER
-from queues.volcano_jobs import COMMAND_API_VERSION
 from tests.integration.helpers import api_as, live_job, wait_for_job
 from tests.schema import validate_manifest
 

@@ -217,11 +217,15 @@ def test_volcano_reclaim_through_the_worker_aborts_and_keeps_the_vcjob(
         transactional_db, kube_emulator, celery_worker_process, settings):
     """Flag -> grace -> staff reclaim on a Volcano cluster: the worker creates an AbortJob
     ``bus.volcano.sh/v1alpha1`` Command targeting the live vcjob; the vcjob is never deleted
-    and Volcano (played by ``queues.sim.volcano_objects``) leaves it ``Aborted``."""
+    and Volcano (played by ``harness.sim.volcano_objects``) leaves it ``Aborted``."""
+    from harness.sim import volcano_objects as volcano_sim
+    from queues.backends.volcano.jobs import (
+        COMMAND_API_VERSION,
+        JOB_API_VERSION,
+        render_volcano_job,
+    )
     from queues.cluster import KubernetesCluster
     from queues.jobs import JobSpec
-    from queues.sim import volcano_objects as volcano_sim
-    from queues.volcano_jobs import COMMAND_API_VERSION, JOB_API_VERSION, render_volcano_job
 
     w = small_world(backend="volcano")
     port = KubernetesCluster(kubeconfig=settings.KUBECONFIG)

@@ -144,3 +144,29 @@ def test_priority_class():
         "description": "Deadline work; preempts low.",
     }
     assert "description" not in core.priority_class(LOW)
+
+
+def _admissible(team, quota):
+    return amounts.admissible_gpus(
+        team=team.slug, cohort=team.cohort, flavor=quota.flavor, nominal=quota.nominal_gpus,
+        borrowing_limit=quota.borrowing_limit_gpus, teams=TEAMS, cohorts=COHORTS)
+
+
+def test_admissible_gpus_is_nominal_plus_what_the_cohort_may_lend():
+    for team in TEAMS:
+        for quota in team.quotas:
+            admissible = _admissible(team, quota)
+            assert admissible >= quota.nominal_gpus
+            if team.cohort is None:
+                assert admissible == quota.nominal_gpus
+            elif quota.borrowing_limit_gpus is not None:
+                assert admissible <= quota.nominal_gpus + quota.borrowing_limit_gpus
+
+
+def test_the_resource_quota_cap_never_refuses_what_can_be_admitted():
+    """core.max_admitted (the ResourceQuota's cap) bounds amounts.admissible_gpus."""
+    for team in TEAMS:
+        capacity = _capacity(team) if team.cohort else None
+        cap = core.max_admitted(team, FLAVORS_BY_NAME, cohort_capacity=capacity)
+        for quota in team.quotas:
+            assert cap[quota.flavor].gpus >= _admissible(team, quota), (team.slug, quota.flavor)

@@ -5,7 +5,8 @@ import dataclasses
 
 import pytest
 
-from queues.render import kueue, volcano
+from queues.backends.kueue import objects as kueue
+from queues.backends.volcano import objects as volcano
 from tests.schema import ManifestError, validate_manifest
 
 from .examples import COHORTS, FLAVORS, PRIORITY_CLASSES, TEAMS

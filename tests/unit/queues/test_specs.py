@@ -4,7 +4,8 @@ from decimal import Decimal
 
 import pytest
 
-from queues.render import amounts, kueue
+from queues.backends.kueue import objects as kueue
+from queues.render import amounts
 from queues.specs import (
     CohortSpec,
     FlavorQuota,

@@ -1,0 +1,1 @@
+"""Kueue: the backend (``backend.py``), its objects, jobs and scheduler model."""

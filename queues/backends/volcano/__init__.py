@@ -1,0 +1,1 @@
+"""Volcano: the backend (``backend.py``), its objects, jobs, rules and scheduler model."""

@@ -1,1 +1,0 @@
-"""queues.sim is test/demo/what-if infrastructure that product code never imports."""
