@@ -6,7 +6,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from portal.models import Job
-from portal.services.jobs import job_create
+from portal.services.job_runs import job_create
 from portal.services.reconcile import cluster_reconcile
 from queues.cluster import KubernetesCluster
 from queues.errors import TransientError
