@@ -48,8 +48,11 @@ def job_create(*, job_id: int, port=None) -> str:
     (a cancel was recorded before the create ran or while it was in flight: the
     job is handed to :func:`job_cancel_execute`, which deletes whatever exists
     of it, so a create racing a cancel leaves nothing on the cluster),
-    ``"skipped"`` (gone, final or no manifest) or ``"failed"`` (permanent error,
-    recorded: phase ``Failed``, reason ``CreateFailed``). The cancel state is
+    ``"skipped"`` (gone, final or no manifest), ``"waiting"`` (the team's namespace
+    does not exist yet: the job stays ``Submitted`` with reason
+    ``WaitingForNamespace`` and :func:`jobs_sync` creates it once the reconcile has
+    made the namespace) or ``"failed"`` (another permanent error, recorded: phase
+    ``Failed``, reason ``CreateFailed``). The cancel state is
     read again under the job's row lock after the apply: a cancel recorded
     after that read finds the object on the cluster. Raises
     :class:`queues.errors.TransientError` (recorded in ``last_error``) for the
@@ -76,6 +79,16 @@ def job_create(*, job_id: int, port=None) -> str:
             live = port.apply(job.manifest)
             outcome = "created"
     except PermanentError as exc:
+        if exc.status == 404 and namespace and _namespace_missing(port, namespace):
+            # Submitted just after its quota was approved, before the reconcile made the
+            # team's namespace: the job waits (jobs_sync creates it once it exists).
+            Job.objects.filter(pk=job_id, phase=Job.Phase.SUBMITTED).update(
+                reason=WAITING_FOR_NAMESPACE,
+                message=f"Waiting for the team's queue to be set up on the cluster "
+                        f"(namespace {namespace} does not exist yet); the job is created "
+                        "as soon as it does.",
+                last_error=str(exc)[:_MAX_ERROR])
+            return "waiting"
         now = timezone.now()
         Job.objects.filter(pk=job_id).update(
             phase=Job.Phase.FAILED, reason="CreateFailed", finished_at=now,
@@ -99,6 +112,19 @@ def job_create(*, job_id: int, port=None) -> str:
             job_cancel_execute(job_id=job_id, port=port)
         return "cancelled"
     return outcome
+
+
+#: The reason of a Submitted job whose team namespace the cluster does not have yet.
+WAITING_FOR_NAMESPACE = "WaitingForNamespace"
+
+
+def _namespace_missing(port, namespace: str) -> bool:
+    """True when the cluster has no Namespace ``namespace`` (one GET; a failing read
+    counts as not missing, so the refusal is recorded as it came)."""
+    try:
+        return port.get("v1", "Namespace", namespace) is None
+    except ClusterError:
+        return False
 
 
 def _labels(live: dict) -> dict:
