@@ -4,11 +4,12 @@ PY      := $(VENV)/bin/python
 PIP     := $(VENV)/bin/pip
 PORT    ?= 8000
 
-# Test services (the CI machine and dev machines run both on loopback).
-TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/portal
+# Test services on loopback; `scripts/test-services` installs and starts them
+# (as root) or says in one line what is missing.
+TEST_DATABASE_URL ?= postgres://portal:portal@127.0.0.1:5432/portal
 TEST_REDIS_URL    ?= redis://127.0.0.1:6379/0
 
-.PHONY: demo test lint venv clean
+.PHONY: demo test lint venv clean services
 
 $(VENV)/.created:
 	@PYTHON_BIN=$$(scripts/find-python) && echo "using $$PYTHON_BIN" && $$PYTHON_BIN -m venv $(VENV)
@@ -31,7 +32,10 @@ demo: $(VENV)/.installed-app
 lint: $(VENV)/.installed-test
 	$(VENV)/bin/ruff check .
 
-test: $(VENV)/.installed-test lint
+services:
+	@scripts/test-services
+
+test: services $(VENV)/.installed-test lint
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
 
 clean:

@@ -29,7 +29,7 @@ app.conf.update(
 )
 app.autodiscover_tasks()
 
-for _option in ("data_folder_in", "data_folder_out", "processed_folder"):
+for _option in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
     # The filesystem transport of the embedded default needs its folders.
     _folder = (app.conf.broker_transport_options or {}).get(_option)
     if _folder:

@@ -50,6 +50,9 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    path("api/v1/", include("portal.api.urls")),
+    # The API's URL names live in the "api" namespace ("api:job-cancel"): DRF's router
+    # names its viewset actions like the pages ("job-cancel"), and unnamespaced the
+    # API's won, so the job page's Cancel form posted to the API.
+    path("api/v1/", include(("portal.api.urls", "api"))),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
 ]

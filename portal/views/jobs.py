@@ -7,11 +7,12 @@ not cancel gets 403.
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from portal import access
 from portal.forms import JobForm, add_service_error
 from portal.selectors.jobs import (
     JobFormContext,
@@ -120,10 +121,17 @@ def _visible_job(request: HttpRequest, slug: str, pk: int):
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def job_cancel_view(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """``POST /teams/<slug>/jobs/<id>/cancel/``: lead (any team job), member (own), staff."""
+    """``GET /teams/<slug>/jobs/<id>/cancel/``: the confirmation page (what cancelling
+    does, "Yes, cancel" / "Keep it"); ``POST``: cancel. Lead (any team job), member
+    (own), staff; another role gets 403, an invisible job 404."""
     job = _visible_job(request, slug, pk)
+    if request.method == "GET":
+        if not access.can_cancel_job(request.user, job):
+            raise PermissionDenied("You may cancel only your own jobs (a team lead may "
+                                   "cancel any of the team's).")
+        return render(request, "portal/job_cancel_confirm.html", {"job": job, "team": job.team})
     try:
         job_cancel(actor=request.user, job=job)
     except ValidationError as exc:

@@ -93,7 +93,7 @@ def _showback_sentences(slug, days) -> list[str]:
 
 def _showback_csv_url(team=None) -> str:
     """The utilization API's showback CSV, for one team or (staff) every visible team."""
-    return reverse("utilization") + (f"?team={team.slug}&format=csv" if team else "?format=csv")
+    return reverse("api:utilization") + (f"?team={team.slug}&format=csv" if team else "?format=csv")
 
 
 def team_utilization_panel(*, team) -> dict:

@@ -41,3 +41,13 @@ def page(browser):
     page.set_default_timeout(15_000)
     yield page
     context.close()
+
+
+# The cluster side for browser tests whose buttons must really act: the API emulator
+# and a real Celery worker, the same fixtures the integration tier uses.
+from tests.integration.conftest import (  # noqa: E402, F401 - fixtures
+    _kube_emulator_server,
+    celery_worker_process,
+    kube_emulator,
+    kubeconfig_path,
+)

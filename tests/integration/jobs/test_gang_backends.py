@@ -211,7 +211,9 @@ def test_cancel_stops_the_gang_and_removes_it(live_world, backend, port):
         assert [(c["action"], c["target"]["name"], c["target"]["uid"]) for c in commands] == [
             ("AbortJob", "train-llm", live["metadata"]["uid"])]
         assert live_job(port, job) is not None
-        assert Job.objects.get(pk=job.pk).phase == "Cancelled"
+        # The worker writes the phase after the Command is created: wait for it, do not
+        # read it the instant the Command shows (that raced on a loaded machine).
+        wait_for(lambda: Job.objects.get(pk=job.pk).phase == "Cancelled")
         # Volcano aborts it; the next sync terminates and deletes it.
         assert volcano_sim.execute_commands(port, namespace) == [("AbortJob", "train-llm")]
         jobs_sync_task.delay().get(timeout=30)

@@ -199,7 +199,7 @@ def test_cancel_deactivates_the_workload_before_deleting_the_job(flow):
     body = client.get(f"/api/v1/jobs/{job_id}/").json()
     assert body["phase"] == "Cancelled"
     html = page_as(member).get(f"/teams/team-a/jobs/{job_id}/").content.decode()
-    assert "Cancelled" in html and 'id="job-cancel-form"' not in html
+    assert "Cancelled" in html and 'id="job-cancel-link"' not in html
 
 
 def test_a_preemption_loop_and_a_namespace_quota_refusal_are_explained(flow):

@@ -105,8 +105,8 @@ def test_cancel_button_and_rights_on_the_pages(client, world):
     own = make_job(world, user="member_a", name="own")
     other = make_job(world, user="member_a2", name="other")
     client.force_login(world["member_a"])
-    assert 'id="job-cancel-form"' in client.get(f"/teams/team-a/jobs/{own.pk}/").content.decode()
-    assert 'id="job-cancel-form"' not in client.get(
+    assert 'id="job-cancel-link"' in client.get(f"/teams/team-a/jobs/{own.pk}/").content.decode()
+    assert 'id="job-cancel-link"' not in client.get(
         f"/teams/team-a/jobs/{other.pk}/").content.decode()
     assert client.post(f"/teams/team-a/jobs/{other.pk}/cancel/").status_code == 403
     response = client.post(f"/teams/team-a/jobs/{own.pk}/cancel/")
@@ -115,7 +115,7 @@ def test_cancel_button_and_rights_on_the_pages(client, world):
     assert own.cancel_requested_at is not None
     assert "cancelling" in client.get(f"/teams/team-a/jobs/{own.pk}/").content.decode()
     client.force_login(world["lead_a"])
-    assert 'id="job-cancel-form"' in client.get(
+    assert 'id="job-cancel-link"' in client.get(
         f"/teams/team-a/jobs/{other.pk}/").content.decode()
     assert client.post(f"/teams/team-a/jobs/{other.pk}/cancel/").status_code == 302
     other.refresh_from_db()
