@@ -1,10 +1,10 @@
-"""Test tiers by folder: tests/unit, tests/integration, tests/e2e get their marker."""
+"""Test tiers by folder: tests/unit, tests/integration, tests/e2e, tests/real get their marker."""
 
 from pathlib import Path
 
 import pytest
 
-TIERS = ("unit", "integration", "e2e")
+TIERS = ("unit", "integration", "e2e", "real")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
