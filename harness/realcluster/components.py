@@ -111,9 +111,6 @@ _K8S_VERSION_VARS = (
     "k8s.io/component-base/version.gitMajor=1",
     "k8s.io/component-base/version.gitMinor={minor}",
     "k8s.io/component-base/version.gitTreeState=clean",
-    "k8s.io/client-go/pkg/version.gitVersion={version}",
-    "k8s.io/client-go/pkg/version.gitMajor=1",
-    "k8s.io/client-go/pkg/version.gitMinor={minor}",
 )
 
 ETCD = Component("etcd", "go.etcd.io/etcd/server/v3", {"etcd": "go.etcd.io/etcd/server/v3"})
@@ -136,7 +133,6 @@ BY_NAME = {c.name: c for c in COMPONENTS}
 
 def go_env() -> dict[str, str]:
     env = dict(os.environ)
-    env.setdefault("CGO_ENABLED", "0")
     env["GOFLAGS"] = (env.get("GOFLAGS", "") + " -mod=readonly").strip()
     return env
 

@@ -500,10 +500,8 @@ class ControlPlane:
             timed["metadata"]["name"] = "pod-complete-after"
             timed["spec"]["delay"] = {"durationMilliseconds": int(job_seconds * 1000)}
             stages.append(timed)
-        config = [{"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration",
-                   "options": {"enableCRDs": []}}, *stages]
         path = self.dir / "kwok.yaml"
-        path.write_text(yaml.safe_dump_all(config, sort_keys=False))
+        path.write_text(yaml.safe_dump_all(stages, sort_keys=False))
         self._start("kwok", comp.KWOK, "kwok", [
             f"--kubeconfig={self.admin_kubeconfig}", f"--config={path}",
             "--manage-all-nodes=false",
