@@ -220,7 +220,9 @@ class ControlPlane:
         self._start_jobset()
         self._apply_portal_rbac()
         self._write_portal_kubeconfig()
+        _say(f"portal ServiceAccount token written ({time.monotonic() - t0:.0f} s)")
         self._wait_kueue_ready()
+        _say(f"Kueue, its webhooks and visibility API ready ({time.monotonic() - t0:.0f} s)")
         self.add_nodes(pools)
         _say(f"up in {time.monotonic() - t0:.0f} s; "
              + " ".join(f"{k}={v}" for k, v in self.env().items()))
