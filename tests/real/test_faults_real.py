@@ -42,7 +42,7 @@ def test_apiserver_stopped_and_restarted_mid_reconcile_converges(rworld, start_w
     start_worker(KUBE_REQUEST_TIMEOUT="5")
     plane.send_signal("kube-apiserver", signal.SIGSTOP)
     try:
-        approve(w, nominal=12)   # on commit: the worker's reconcile hangs on its first request
+        approve(w, nominal=4)   # on commit: the worker's reconcile hangs on its first request
         time.sleep(2)
     finally:
         plane.stop("kube-apiserver", timeout=1)   # SIGTERM is not handled while stopped: KILL
@@ -51,7 +51,7 @@ def test_apiserver_stopped_and_restarted_mid_reconcile_converges(rworld, start_w
     reconcile_cluster_task.delay(w["cluster"].pk)
     cluster = converged(w["cluster"], timeout=180)
     assert cluster.last_error == ""
-    wait_until(lambda: gpu_nominal(w) == "12", "the new quota on the ClusterQueue")
+    wait_until(lambda: gpu_nominal(w) == "4", "the new quota on the ClusterQueue")
     queues = [cq for cq in w["admin"].list(KUEUE, "ClusterQueue", managed_selector())
               if w["n"] in cq["metadata"]["name"]]
     assert sorted(cq["metadata"]["name"] for cq in queues) == sorted(

@@ -65,7 +65,8 @@ def active(world, queue: str) -> dict:
 
 
 def settled(world, converged):
-    """Reconciled, every ClusterQueue Active, and a resync that writes nothing."""
+    """Reconciled (a resync now, as beat would), every ClusterQueue Active."""
+    reconcile_cluster_task.delay(world["cluster"].pk).get(timeout=60)
     cluster = converged(world["cluster"], timeout=60)
     for team in ("team_a", "team_b"):
         active(world, world[team].slug)
@@ -74,7 +75,7 @@ def settled(world, converged):
 
 def test_approval_creates_every_object_and_kueue_reports_the_queue_active(rworld, converged):
     w, admin = rworld, rworld["admin"]
-    approve(w, nominal=12)
+    approve(w, nominal=4)
     cluster = converged(w["cluster"], timeout=60)
     assert cluster.last_error == ""
     slug, n = w["team_a"].slug, w["n"]
@@ -88,7 +89,7 @@ def test_approval_creates_every_object_and_kueue_reports_the_queue_active(rworld
         "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     assert admin.get(KUEUE, "Cohort", f"research-{n}") is not None
     cq = admin.get(KUEUE, "ClusterQueue", slug)
-    assert gpu_quota(cq, f"h100-{n}") == "12"
+    assert gpu_quota(cq, f"h100-{n}") == "4"
     assert admin.get(KUEUE, "LocalQueue", slug, slug)["spec"]["clusterQueue"] == slug
     assert admin.get(KUEUE, "WorkloadPriorityClass", f"high-{n}")["value"] == 1000
     assert admin.get("scheduling.k8s.io/v1", "PriorityClass", f"high-{n}")["value"] == 1000
@@ -105,7 +106,7 @@ def test_approval_creates_every_object_and_kueue_reports_the_queue_active(rworld
 
 
 def test_a_second_resync_writes_nothing(rworld, converged):
-    approve(rworld, nominal=12)
+    approve(rworld, nominal=4)
     cluster = settled(rworld, converged)
     before = versions(managed(rworld))
     assert len(before) >= 10
@@ -116,16 +117,18 @@ def test_a_second_resync_writes_nothing(rworld, converged):
 
 def test_a_quota_change_writes_only_what_changed(rworld, converged):
     w = rworld
-    approve(w, nominal=12)
+    approve(w, nominal=4)
     cluster = settled(w, converged)
     before = versions(managed(w))
     approve(w, team="team_b", nominal=6, borrowing=2)
     converged(cluster, timeout=60)
     after = versions(managed(w))
     changed = {key for key in after if after[key] != before.get(key)}
-    slug_b = w["team_b"].slug
-    # team-b's ClusterQueue and its ResourceQuota; nothing of team-a, nothing shared.
-    assert changed <= {("ClusterQueue", "", slug_b), ("ResourceQuota", slug_b, "gpu-quota")}
+    slug_a, slug_b = w["team_a"].slug, w["team_b"].slug
+    # team-b's ClusterQueue and ResourceQuota, and team-a's ResourceQuota (its hard cap
+    # follows what team-a can borrow from team-b); no ClusterQueue of team-a, nothing shared.
+    assert changed <= {("ClusterQueue", "", slug_b), ("ResourceQuota", slug_b, "gpu-quota"),
+                       ("ResourceQuota", slug_a, "gpu-quota")}
     assert ("ClusterQueue", "", slug_b) in changed
     assert gpu_quota(w["admin"].get(KUEUE, "ClusterQueue", slug_b), f"h100-{w['n']}") == "6"
 
