@@ -69,7 +69,7 @@ def workload_of(world, job: Job) -> dict | None:
     return None
 
 
-def running(world, job_id: int, workers: int) -> Job:
+def running(world, job_id: int, workers: int, user="member_a") -> Job:
     """Wait until the job's pods are bound to KWOK nodes of the flavor and Running."""
     job = Job.objects.get(pk=job_id)
 
@@ -82,7 +82,7 @@ def running(world, job_id: int, workers: int) -> Job:
     for pod in pods:
         node = pod["spec"]["nodeName"]
         assert node.startswith("kwok-h100-") or node.startswith("kwok-mig-"), node
-    return refresh(world, job_id, lambda j: j.phase == "Running", "phase Running")
+    return refresh(world, job_id, lambda j: j.phase == "Running", "phase Running", user=user)
 
 
 def finish(world, job_id: int) -> None:
@@ -155,13 +155,13 @@ def test_a_higher_priority_job_preempts_within_the_cluster_queue(flow):
     # team-b fills what it lends, so team-a cannot borrow around the preemption.
     other = submit(w, user="member_b", team="team_b", name="b-fill", workers=2,
                    gpus_per_worker=4)
-    running(w, other, 2)
+    running(w, other, 2, user="member_b")
     high = submit(w, name="high", workers=2, gpus_per_worker=4,
                   priority=w["high"].name)
-    low_job = refresh(w, low, lambda j: j.preemptions >= 1 or j.reason == "Preempted",
-                      "the low-priority job preempted", timeout=90)
-    assert low_job.phase == "Queued", (low_job.phase, low_job.reason, low_job.message)
-    assert low_job.reason == "Preempted"
+    low_job = refresh(w, low, lambda j: j.phase == "Queued" and j.reason == "Preempted",
+                      "the low-priority job preempted and queued again", timeout=90)
+    assert low_job.preemptions == 1
+    assert "prioritization in the ClusterQueue" in low_job.message, low_job.message
     assert low_job.last_preemptor
     running(w, high, 2)
     for job_id in (high, other):
