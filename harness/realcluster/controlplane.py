@@ -700,6 +700,9 @@ class ControlPlane:
             if _pid_alive(pid):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+                deadline = time.monotonic() + 10
+                while _pid_alive(pid) and time.monotonic() < deadline:
+                    time.sleep(0.05)
         with contextlib.suppress(ChildProcessError, OSError):
             os.waitpid(pid, os.WNOHANG)
         state = self.state()
@@ -715,6 +718,15 @@ class ControlPlane:
 
     def restart_apiserver(self) -> None:
         """Start kube-apiserver again (after :meth:`stop`) on the same port and wait for it."""
+        port = self.state()["ports"]["apiserver"]
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:   # the old listener may linger a moment
+            with socket.socket() as sock:
+                try:
+                    sock.bind(("127.0.0.1", port))
+                    break
+                except OSError:
+                    time.sleep(0.2)
         self._start_apiserver()
         self._wait_apiserver()
 
