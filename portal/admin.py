@@ -208,3 +208,34 @@ class JobAdmin(admin.ModelAdmin):
                                   messages.WARNING)
             else:
                 self.message_user(request, f"Cancelling {job.name}.")
+
+
+@admin.register(models.ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """API tokens: staff see whose, which name, the secret's first characters and the
+    expiry, and revoke them (delete); never the secret (not stored) nor its digest. Tokens are
+    made by their owners (``/account/tokens/``) or ``manage.py create_api_token``."""
+
+    list_display = ("name", "user", "token_key", "created", "expiry")
+    list_filter = ("created", "expiry")
+    search_fields = ("name", "token_key", "user__username")
+    fields = ("name", "user", "token_key", "created", "expiry")
+    readonly_fields = fields
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def delete_queryset(self, request, queryset) -> None:
+        """"Delete selected" revokes each token through the service (audited)."""
+        from portal.services.tokens import token_revoke
+
+        for token in queryset.select_related("user"):
+            token_revoke(actor=request.user, token=token)
+
+    def delete_model(self, request, obj) -> None:
+        from portal.services.tokens import token_revoke
+
+        token_revoke(actor=request.user, token=obj)

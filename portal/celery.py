@@ -47,3 +47,8 @@ RETRY_POLICY = {
     "retry_jitter": True,
     "max_retries": 8,
 }
+
+# Celery signal handlers of every worker: the task context (task id, cluster) of each log
+# line and JSON logs when configured; task outcomes and durations for GET /metrics.
+import portal.logs  # noqa: E402,F401
+import portal.metrics.signals  # noqa: E402,F401

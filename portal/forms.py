@@ -4,6 +4,7 @@ Numbers of GPUs are taken as text and handed to the services unchanged, so
 "1.5" is refused (never rounded) with the service's own message.
 """
 
+import re
 import shlex
 from datetime import datetime, time
 
@@ -13,9 +14,29 @@ from django.utils import timezone
 
 from portal.models import GpuFlavor, Membership
 
+#: ``env[2].name: message`` (the service's item path, the API's words) -> the form's
+#: words: line 3 of the env box, word 3 of a command line.
+_ITEM_PATH = re.compile(r"^(?P<field>env|command|args)\[(?P<index>\d+)\](?:\.(?P<part>name|value))?"
+                        r": (?P<message>.*)$", re.S)
+
+
+def plain_item_message(message: str) -> str:
+    """A service message that names a list item by its API path, in the form's words:
+    ``"env[0].name: ..."`` -> ``"Line 1 (the name): ..."``, ``"args[2]: ..."`` ->
+    ``"Word 3: ..."``; other messages unchanged."""
+    match = _ITEM_PATH.match(message)
+    if match is None:
+        return message
+    number = int(match["index"]) + 1
+    where = f"Line {number}" if match["field"] == "env" else f"Word {number}"
+    if match["part"]:
+        where += f" (the {match['part']})"
+    return f"{where}: {match['message']}"
+
 
 def add_service_error(form: forms.Form, exc: ValidationError) -> None:
-    """Show a service's ``ValidationError`` on ``form``: next to the field it names.
+    """Show a service's ``ValidationError`` on ``form``: next to the field it names,
+    every field at once, item paths in the form's words (:func:`plain_item_message`).
 
     Keys that are not fields of the form become errors of the whole form.
     """
@@ -23,7 +44,8 @@ def add_service_error(form: forms.Form, exc: ValidationError) -> None:
         form.add_error(None, exc)
         return
     for field, errors in exc.error_dict.items():
-        form.add_error(field if field in form.fields else None, errors)
+        messages = [plain_item_message(m) for error in errors for m in error.messages]
+        form.add_error(field if field in form.fields else None, messages)
 
 
 class QuotaRequestForm(forms.Form):
@@ -181,3 +203,12 @@ class JobForm(forms.Form):
             "priority": data["priority"] or None, "kind": data["kind"],
             "max_runtime_seconds": data["max_runtime_seconds"] or None,
         }
+
+
+class ApiTokenForm(forms.Form):
+    """Name and lifetime of a new API token (the service checks the lifetime's cap)."""
+
+    name = forms.CharField(max_length=64, help_text="What the token is for, e.g. 'laptop CLI'.")
+    expires_days = forms.IntegerField(
+        min_value=0, label="Expires after (days)",
+        help_text="0 = never (only where the portal allows tokens that never expire).")

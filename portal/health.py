@@ -1,4 +1,4 @@
-"""Reachability probes for the database and the Celery broker.
+"""Probes for the database, the Celery broker and page rendering.
 
 Used by ``GET /healthz`` (web side) and the ``portal.worker_health`` task
 (worker side). Each probe returns a small JSON-ready dict and never raises.
@@ -46,3 +46,21 @@ def broker_status(timeout_s: float = 2.0) -> dict:
     finally:
         conn.release()
     return {"ok": True, "transport": transport}
+
+
+def pages_status() -> dict:
+    """Render the login page's template, as a page request would (static file URLs included).
+
+    With manifest static storage (``DEBUG=false``) a missing or stale
+    ``staticfiles.json`` makes every page answer 500 ("Missing staticfiles
+    manifest entry"); this probe fails the same way. Returns ``{"ok": bool}``
+    plus ``"error"`` when rendering fails.
+    """
+    from django.contrib.auth.forms import AuthenticationForm
+    from django.template.loader import render_to_string
+
+    try:
+        render_to_string("registration/login.html", {"form": AuthenticationForm()})
+    except Exception as exc:  # noqa: BLE001 - any failure means pages cannot render
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    return {"ok": True}

@@ -79,8 +79,9 @@ class PortalClient:
     Connection errors (refused, reset before the request was sent, DNS) are
     retried ``retries`` times with exponential backoff (``backoff`` * 2^n
     seconds) by urllib3's ``Retry`` on every method: a request that never
-    reached the server is safe to send again. Answers are returned as they are
-    (no retry on 4xx/5xx). ``timeout``: seconds per request.
+    reached the server is safe to send again, and so is one the API's throttle
+    refused (429, sent again after its ``Retry-After``). Other answers are
+    returned as they are (no retry on 4xx/5xx). ``timeout``: seconds per request.
     """
 
     def __init__(self, api_url: str, token: str, *, retries: int = 5, backoff: float = 0.2,
@@ -88,9 +89,11 @@ class PortalClient:
         self.base = api_url.rstrip("/") + "/"
         self.timeout = timeout
         self._token = token
-        self._retry = Retry(total=retries, connect=retries, read=0, redirect=0, status=0,
-                            other=0, allowed_methods=None, backoff_factor=backoff,
-                            raise_on_status=False)
+        # A 429 (the API's throttle) was not processed: retried after its Retry-After.
+        self._retry = Retry(total=retries, connect=retries, read=0, redirect=0,
+                            status=retries, status_forcelist=(429,), other=0,
+                            allowed_methods=None, backoff_factor=backoff,
+                            respect_retry_after_header=True, raise_on_status=False)
         self._local = threading.local()
 
     @property
@@ -123,6 +126,20 @@ class PortalClient:
         if response.status_code != 200:
             raise ReplayError(path, f"HTTP {response.status_code}: {_text(response)}")
         return response.json()
+
+    def get_all(self, path: str, **params) -> list:
+        """Every row of a paged list (``GET`` with the largest page, then each ``Link:
+        rel="next"``); raises :class:`ReplayError` for a non-200 answer."""
+        rows: list = []
+        response = self.request("GET", path, params={"page_size": 1000, **params})
+        while True:
+            if response.status_code != 200:
+                raise ReplayError(path, f"HTTP {response.status_code}: {_text(response)}")
+            rows += response.json()
+            following = response.links.get("next", {}).get("url")
+            if not following:
+                return rows
+            response = self.request("GET", following)
 
     def post_json(self, path: str, body: dict, *, expect: int = 201):
         """``POST`` JSON -> parsed JSON; raises :class:`ReplayError` for another status
@@ -413,7 +430,7 @@ def poll_jobs(
     while True:
         teams = sorted({team for job_id, team in wanted.items() if job_id not in final})
         for team in teams:
-            for row in client.get_json("/api/v1/jobs/", team=team):
+            for row in client.get_all("/api/v1/jobs/", team=team):
                 if row["id"] in wanted:
                     latest[row["id"]] = row
                     if row["phase"] in FINAL_PHASES and row["id"] not in final:

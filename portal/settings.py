@@ -7,14 +7,18 @@ a Redis broker when ``REDIS_URL`` is set or else Kombu's filesystem transport
 secure defaults that ``manage.py check --deploy`` asks for.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
 import plotly
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
-env.read_env(BASE_DIR / ".env", overwrite=False)
+#: The env file read first (variables already set win); ``PORTAL_ENV_FILE`` names another.
+ENV_FILE = Path(environ.Env().str("PORTAL_ENV_FILE", default=str(BASE_DIR / ".env")))
+env.read_env(ENV_FILE, overwrite=False)
 #: Local state of the embedded default: SQLite file, filesystem broker, beat schedule.
 VAR_DIR = Path(env.str("PORTAL_VAR_DIR", default=str(BASE_DIR / "var")))
 
@@ -33,14 +37,20 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI assets served locally at /api/docs/
     "django_filters",
+    "axes",
     "portal",
 ]
 
 MIDDLEWARE = [
+    # First: every later line logged for the request carries its id (portal/logs.py).
+    "portal.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "portal.middleware.PermissionsPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -48,6 +58,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # last, as django-axes asks: turns a locked-out login into the lockout page
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -92,6 +104,30 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+#: django-axes first: it refuses a locked-out login before the password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+#: Failed logins (django-axes, stored in the database): after LOGIN_FAILURE_LIMIT failures
+#: of one username from one IP address, that pair is locked out for
+#: LOGIN_LOCKOUT_MINUTES; the login page answers 429 and says for how long. A success
+#: resets the count. LOGIN_LOCKOUT_PARAMETERS: comma-separated alternatives, each
+#: "username", "ip_address" or a combination joined by "+" (default
+#: "username+ip_address"; "username" alone also stops a spread-out attack on one
+#: account, at the price of letting anyone lock that account). AXES_IPWARE_PROXY_COUNT:
+#: proxies in front of the portal, so the client's IP is read from X-Forwarded-For.
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("LOGIN_LOCKOUT_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = [
+    part.split("+") if "+" in part else part
+    for part in env.list("LOGIN_LOCKOUT_PARAMETERS", default=["username+ip_address"])
+]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+AXES_IPWARE_PROXY_COUNT = env.int("AXES_IPWARE_PROXY_COUNT", default=None) or None
+AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
@@ -123,32 +159,117 @@ STORAGES = {
 # --- security (production defaults when DEBUG is off) -----------------------------
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# Probes and Prometheus scrapes talk plain HTTP to the pod (TLS ends at the ingress).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]
 SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
 CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG)
-SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
+#: HSTS preload is opt-in: once browsers ship the domain in their preload list, undoing
+#: it takes months. Set SECURE_HSTS_PRELOAD=true only for a domain (and every
+#: subdomain) that is HTTPS-only for good.
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# check --deploy warns while preload is off (security.W021): off is the deliberate default.
+SILENCED_SYSTEM_CHECKS = [] if SECURE_HSTS_PRELOAD else ["security.W021"]
+#: Content-Security-Policy (Django's own middleware): scripts, styles, images, fonts
+#: and XHR only from the portal itself; no inline scripts (the pages' JS is in
+#: static/js), no framing, forms post only to the portal. Styles allow 'unsafe-inline'
+#: because plotly.js sets style attributes on the SVG it draws.
+#: CSP_REPORT_ONLY=true sends the same policy as Content-Security-Policy-Report-Only.
+_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF, CSP.UNSAFE_INLINE],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
+if env.bool("CSP_REPORT_ONLY", default=False):
+    SECURE_CSP, SECURE_CSP_REPORT_ONLY = {}, _CSP
+else:
+    SECURE_CSP, SECURE_CSP_REPORT_ONLY = _CSP, {}
+#: Permissions-Policy (portal.middleware): the portal uses no browser feature below.
+PERMISSIONS_POLICY = env.str(
+    "PERMISSIONS_POLICY",
+    default="accelerometer=(), camera=(), geolocation=(), gyroscope=(), magnetometer=(), "
+            "microphone=(), payment=(), usb=(), browsing-topics=()",
+)
 
 # --- REST API ---------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # knox's hashed tokens behind the anonymous-IP throttle (portal/api/auth.py)
+        "portal.api.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "EXCEPTION_HANDLER": "portal.api.errors.exception_handler",
+    # Every list is paged; the body stays an array, the total and links are headers.
+    "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.HeaderPageNumberPagination",
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "portal.api.errors.ContentNegotiation",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "portal.api.throttles.UserRateThrottle",
+        "portal.api.throttles.AnonRateThrottle",
+    ],
+    "NUM_PROXIES": env.int("API_NUM_PROXIES", default=None),
 }
+#: API tokens (django-rest-knox, model portal.ApiToken): stored hashed, sent as
+#: "Authorization: Token <secret>". A new token expires after API_TOKEN_DEFAULT_DAYS
+#: unless its maker picks another lifetime, at most API_TOKEN_MAX_DAYS (0 = no cap,
+#: and then "never expires" may be chosen).
+API_TOKEN_DEFAULT_DAYS = env.int("API_TOKEN_DEFAULT_DAYS", default=90)
+API_TOKEN_MAX_DAYS = env.int("API_TOKEN_MAX_DAYS", default=365)
+KNOX_TOKEN_MODEL = "portal.ApiToken"  # noqa: S105 - a model name
+#: knox's own migrations create its (swapped-out) AuthToken table all the same, with a
+#: foreign key to users that nothing cleans; the portal's table is portal.ApiToken.
+MIGRATION_MODULES = {"knox": None}
+REST_KNOX = {
+    "TOKEN_MODEL": KNOX_TOKEN_MODEL,
+    "TOKEN_TTL": timedelta(days=API_TOKEN_DEFAULT_DAYS),
+    "AUTH_HEADER_PREFIX": "Token",
+    "AUTO_REFRESH": False,
+}
+#: Requests per user (signed in) and per anonymous client IP (portal/api/throttles.py),
+#: as DRF rates: N/second, N/minute, N/hour or N/day; empty = unthrottled.
+API_THROTTLE_RATES = {
+    "user": env.str("API_THROTTLE_USER", default="1200/minute") or None,
+    "anon": env.str("API_THROTTLE_ANON", default="60/minute") or None,
+}
+#: The API throttles' counts: shared by every web process through Redis when REDIS_URL
+#: is set (keys prefixed "throttle:"; never cleared by the portal), else per process.
+_THROTTLE_REDIS = env.str("REDIS_URL", default="")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                 "LOCATION": _THROTTLE_REDIS, "KEY_PREFIX": "throttle"}
+    if _THROTTLE_REDIS else
+    {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"},
+}
+#: Rows per page of the API's lists (``?page_size=`` up to the maximum) and of the pages.
+API_PAGE_SIZE = env.int("API_PAGE_SIZE", default=100)
+API_MAX_PAGE_SIZE = env.int("API_MAX_PAGE_SIZE", default=1000)
+PAGE_LIST_SIZE = env.int("PAGE_LIST_SIZE", default=50)
 SPECTACULAR_SETTINGS = {
     "TITLE": "GPU quota portal API",
     "DESCRIPTION": "Self-service GPU quota, gang jobs, fairness and utilization.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # /api/schema/ answers signed-in users only (session or token), like the API.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # every operation may answer 429 (the throttles): portal/api/schema.py
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "portal.api.schema.add_throttled_responses"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Celery -----------------------------------------------------------------------
@@ -180,8 +301,10 @@ CELERY_BEAT_SCHEDULE = {
     # and a full drift check of each every RECONCILE_DRIFT_CHECK_SECONDS.
     "resync": {"task": "portal.resync", "schedule": 30.0},
     # GPU utilization: a 5-minute sample from DCGM, hourly/daily rollups, retention,
-    # then idle-GPU detection over the stored samples.
-    "usage-collect": {"task": "portal.usage_collect", "schedule": 300.0},
+    # then idle-GPU detection over the stored samples. Collecting more often than the
+    # bucket (the demo: 20 s) refreshes the current bucket's rows (replaced whole).
+    "usage-collect": {"task": "portal.usage_collect",
+                      "schedule": env.float("USAGE_COLLECT_INTERVAL_SECONDS", default=300.0)},
     "usage-rollup": {"task": "portal.usage_rollup", "schedule": 3600.0},
     "usage-prune": {"task": "portal.usage_prune", "schedule": 86400.0},
     "idle-detect": {"task": "portal.idle_detect", "schedule": 900.0},
@@ -208,6 +331,21 @@ KUBE_CONTEXT = env.str("KUBE_CONTEXT", default="")
 #: (each request; a timeout is a transient error, retried with backoff).
 KUBE_CONNECT_TIMEOUT = env.float("KUBE_CONNECT_TIMEOUT", default=5.0)
 KUBE_REQUEST_TIMEOUT = env.float("KUBE_REQUEST_TIMEOUT", default=30.0)
+#: Pod Security admission labels on team namespaces: pods in them must meet
+#: POD_SECURITY_LEVEL (enforce; default baseline: no privileged pods, host namespaces or
+#: host paths) and are warned about and audited against POD_SECURITY_WARN_LEVEL
+#: (default restricted). Levels: privileged, baseline, restricted; empty = no label.
+POD_SECURITY_LEVEL = env.str("POD_SECURITY_LEVEL", default="baseline")
+POD_SECURITY_WARN_LEVEL = env.str("POD_SECURITY_WARN_LEVEL", default="restricted")
+for _level in (POD_SECURITY_LEVEL, POD_SECURITY_WARN_LEVEL):
+    if _level not in ("", "privileged", "baseline", "restricted"):
+        raise environ.ImproperlyConfigured(
+            f"POD_SECURITY_LEVEL and POD_SECURITY_WARN_LEVEL must be privileged, baseline, "
+            f"restricted or empty; got {_level!r}")
+POD_SECURITY_LABELS = tuple(
+    (mode, level) for mode, level in (("enforce", POD_SECURITY_LEVEL),
+                                      ("warn", POD_SECURITY_WARN_LEVEL),
+                                      ("audit", POD_SECURITY_WARN_LEVEL)) if level)
 #: Seconds between full reconciles of an up-to-date cluster (finds hand edits).
 RECONCILE_DRIFT_CHECK_SECONDS = env.float("RECONCILE_DRIFT_CHECK_SECONDS", default=300.0)
 
@@ -227,13 +365,20 @@ IDLE_SNOOZE_HOURS = env.float("IDLE_SNOOZE_HOURS", default=72.0)
 #: Sender of idle-GPU emails.
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="gpu-portal@localhost")
 #: Django's mailers (Django 6.1): SMTP at EMAIL_HOST:EMAIL_PORT in production, the
-#: console in the demo (DEBUG); EMAIL_BACKEND overrides the backend class.
-_EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.smtp.EmailBackend"
-                         if not DEBUG else "django.core.mail.backends.console.EmailBackend")
+#: console in the demo (DEBUG); EMAIL_BACKEND overrides the backend class (empty = default).
+_EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="") or (
+    "django.core.mail.backends.smtp.EmailBackend" if not DEBUG
+    else "django.core.mail.backends.console.EmailBackend")
 MAILERS = {"default": {"BACKEND": _EMAIL_BACKEND, "OPTIONS": {
     "host": env.str("EMAIL_HOST", default="localhost"),
     "port": env.int("EMAIL_PORT", default=25),
 } if _EMAIL_BACKEND.endswith("smtp.EmailBackend") else {}}}
+
+# --- job images (portal/services/images.py) -------------------------------------------
+#: Registries a job's image may come from (host or host:port, comma-separated; empty =
+#: any registry but loopback and link-local ones, which IMAGE_ALLOW_LOCAL_REGISTRIES allows).
+IMAGE_REGISTRIES = env.list("IMAGE_REGISTRIES", default=[])
+IMAGE_ALLOW_LOCAL_REGISTRIES = env.bool("IMAGE_ALLOW_LOCAL_REGISTRIES", default=False)
 
 # --- what-if before approval (portal/selectors/whatif.py) -------------------------
 #: Days of submitted jobs the quota preview replays through the simulator.
@@ -245,11 +390,28 @@ WHATIF_DEFAULT_DURATION_SECONDS = env.int("WHATIF_DEFAULT_DURATION_SECONDS", def
 #: Seconds a what-if result is cached (key: request, spec generation, newest job id).
 WHATIF_CACHE_SECONDS = env.int("WHATIF_CACHE_SECONDS", default=600)
 
+# --- the portal's own metrics (GET /metrics, portal/metrics/) -------------------------
+#: Bearer token Prometheus presents on /metrics; empty: staff sessions only.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+#: Redis where workers count task outcomes and reconcile runs; empty: not counted.
+METRICS_REDIS_URL = env.str("METRICS_REDIS_URL", default=REDIS_URL)
+METRICS_KEY_PREFIX = env.str("METRICS_KEY_PREFIX", default="gpuq:metrics")
+
 # --- logging ------------------------------------------------------------------------
+#: plain (one text line) or json (one JSON object a line with the request id, and in
+#: workers the task id and cluster: portal/logs.py).
+LOG_FORMAT = env.str("LOG_FORMAT", default="plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise environ.ImproperlyConfigured(f"LOG_FORMAT must be 'plain' or 'json', got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"context": {"()": "portal.logs.ContextFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+        "json": {"()": "portal.logs.JsonFormatter"},
+    },
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT,
+                             "filters": ["context"]}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
 }

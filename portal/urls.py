@@ -3,15 +3,17 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from portal.views import clusters, fairness, jobs, staff, teams, utilization
+from portal.views import account, clusters, fairness, jobs, staff, teams, utilization
 from portal.views.dashboard import dashboard
 from portal.views.health import healthz
+from portal.views.metrics import metrics
 
 urlpatterns = [
     path("", dashboard, name="dashboard"),
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
     path("teams/", teams.team_list, name="teams-page"),
     path("teams/<slug:slug>/", teams.team_detail, name="team-page"),
     path("teams/<slug:slug>/requests/<int:pk>/", teams.request_detail, name="team-request"),
@@ -47,6 +49,9 @@ urlpatterns = [
          name="staff-cluster-objects"),
     path("staff/clusters/<slug:name>/objects/<int:pk>/", clusters.object_detail,
          name="staff-object-detail"),
+    path("account/tokens/", account.tokens, name="account-tokens"),
+    path("account/tokens/<int:pk>/revoke/", account.token_revoke_view,
+         name="account-token-revoke"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
@@ -55,4 +60,8 @@ urlpatterns = [
     # API's won, so the job page's Cancel form posted to the API.
     path("api/v1/", include(("portal.api.urls", "api"))),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # Swagger UI from drf-spectacular-sidecar's local copy (no CDN) in the portal's layout,
+    # reading /api/schema/; its init script is a separate request (no inline script).
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(
+        url_name="api-schema", template_name="portal/api_docs.html"), name="api-docs"),
 ]

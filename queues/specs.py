@@ -81,6 +81,10 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 #: ClusterQueue ``spec.preemption`` enums (kueue.x-k8s.io/v1beta2 CRD).
 RECLAIM_WITHIN_COHORT_POLICIES = ("Never", "LowerPriority", "Any")
+#: Pod Security admission of team Namespaces
+#: (https://kubernetes.io/docs/concepts/security/pod-security-admission/).
+POD_SECURITY_MODES = ("enforce", "warn", "audit")
+POD_SECURITY_LEVELS = ("privileged", "baseline", "restricted")
 WITHIN_CLUSTER_QUEUE_POLICIES = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
 BORROW_WITHIN_COHORT_POLICIES = ("Never", "LowerPriority")
 
@@ -496,9 +500,15 @@ class TeamQueueSpec:
     within_cluster_queue: str = "LowerPriority"
     borrow_within_cohort: str = "Never"
     borrow_within_cohort_max_priority: int | None = None
+    #: Pod Security admission labels of the Namespace: ``(mode, level)`` pairs, mode
+    #: ``enforce``/``warn``/``audit``, level ``privileged``/``baseline``/``restricted``.
+    pod_security: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         check_dns_label(self.slug, "slug")
+        for mode, level in self.pod_security:
+            _check_choice(mode, "pod_security", POD_SECURITY_MODES)
+            _check_choice(level, "pod_security", POD_SECURITY_LEVELS)
         if not isinstance(self.display_name, str) or not self.display_name.strip():
             raise SpecError("display_name", "must be a non-empty string")
         if self.cohort is not None:

@@ -9,7 +9,15 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 def exception_handler(exc, context):
     """DRF's handler, plus service errors: Django ``ValidationError`` -> 400 with
-    ``{field: [messages]}``, Django ``PermissionDenied`` -> 403 ``{detail}``."""
+    ``{field: [messages]}``, Django ``PermissionDenied`` -> 403 ``{detail}``. A failed
+    authentication (401) counts against the client IP's ``anon`` rate
+    (:mod:`portal.api.auth`)."""
+    request = context.get("request")
+    if request is not None and isinstance(
+            exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+        from portal.api.throttles import AnonRateThrottle
+
+        AnonRateThrottle().record(request)
     if isinstance(exc, DjangoValidationError):
         detail = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
         exc = exceptions.ValidationError(detail)

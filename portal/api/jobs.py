@@ -12,7 +12,6 @@ Serializers check the shape only; :mod:`portal.services.jobs` checks the rules.
 
 from __future__ import annotations
 
-import django_filters
 from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, extend_schema_field
@@ -23,6 +22,7 @@ from rest_framework.response import Response
 
 from portal import access
 from portal.api.serializers import StrictSerializer
+from portal.filters import JobFilter
 from portal.models import Job
 from portal.selectors.jobs import jobs_visible
 from portal.services import jobs as job_services
@@ -153,19 +153,11 @@ class JobSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class JobFilter(django_filters.FilterSet):
-    """``?team=<slug>&phase=<Phase>`` (an unknown phase is a 400 naming ``phase``)."""
-
-    team = django_filters.CharFilter(field_name="team__slug", help_text="team slug")
-    phase = django_filters.ChoiceFilter(choices=Job.Phase.choices)
-
-    class Meta:
-        model = Job
-        fields = ["team", "phase"]
-
-
 class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Jobs of the caller's teams (staff: all); any other job is 404."""
+    """Jobs of the caller's teams (staff: all); any other job is 404. The list is newest
+    first, filtered by :class:`portal.filters.JobFilter` and paged
+    (:mod:`portal.api.pagination`: ``?page=``, ``?page_size=``, total in
+    ``X-Total-Count``)."""
 
     serializer_class = JobSerializer
     filterset_class = JobFilter

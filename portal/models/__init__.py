@@ -7,9 +7,11 @@ from portal.models.jobs import Job
 from portal.models.quota import QuotaGrant, QuotaRequest
 from portal.models.reconcile import ManagedObject
 from portal.models.teams import Cohort, Membership, Team
+from portal.models.tokens import ApiToken
 from portal.models.usage import IdleFlag, UsageSample
 
 __all__ = [
+    "ApiToken",
     "AuditEvent",
     "Cluster",
     "Cohort",

@@ -3,6 +3,7 @@
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 from portal.models.clusters import GpuFlavor, PriorityClass
 from portal.models.teams import Team
@@ -13,7 +14,7 @@ class Job(models.Model):
     """A gang job of a team: a suspended batch/v1 Indexed Job or a JobSet under Kueue.
 
     Intent (written once by ``job_submit``): ``name`` (DNS-1123 label, unique in
-    the team among jobs not deleted from the cluster), ``image``, ``command``/
+    the team among live jobs: a finished job's name may be reused), ``image``, ``command``/
     ``args`` (JSON lists of strings), ``env`` (JSON list of ``{name, value}``),
     ``workers`` (pods started together), ``gpus_per_worker`` (whole GPUs of
     ``flavor``'s resource, request == limit), ``cpu_per_worker`` /
@@ -113,8 +114,12 @@ class Job(models.Model):
             models.Index(fields=["phase"], name="job_phase"),
         ]
         constraints = [
+            # A finished job's name may be reused (job_create first deletes the
+            # finished namesake from the cluster).
             models.UniqueConstraint(
-                fields=["team", "name"], condition=Q(deleted_at__isnull=True),
+                fields=["team", "name"],
+                condition=Q(deleted_at__isnull=True)
+                & ~Q(phase__in=["Succeeded", "Failed", "Cancelled"]),
                 name="job_name_unique_per_team_live",
             ),
             models.CheckConstraint(condition=Q(workers__gte=1), name="job_workers_gte_1"),
@@ -130,6 +135,24 @@ class Job(models.Model):
     def total_gpus(self) -> int:
         """GPUs of the whole gang: ``workers * gpus_per_worker``."""
         return self.workers * self.gpus_per_worker
+
+    @property
+    def wait_seconds(self) -> float | None:
+        """Seconds the job waited (or has waited so far) for admission: from
+        ``submitted_at`` to ``admitted_at``; while not yet admitted, to now (to
+        ``finished_at`` for a job that ended without admission). ``None`` when the job
+        has no submit time yet. A re-queued job counts its first admission."""
+        if self.submitted_at is None:
+            return None
+        end = self.admitted_at or self.finished_at or timezone.now()
+        return max(0.0, (end - self.submitted_at).total_seconds())
+
+    @property
+    def queue_rank(self) -> int | None:
+        """The 1-based place in the ClusterQueue's pending list ("1 = next"), from
+        ``queue_position`` (Kueue's and Volcano's 0-based position); ``None`` when not
+        pending or unknown."""
+        return None if self.queue_position is None else self.queue_position + 1
 
     @property
     def is_final(self) -> bool:

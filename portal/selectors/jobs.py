@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import yaml
+from django.conf import settings
+from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
+from django.http import QueryDict
 
 from portal import access
+from portal.filters import JobFilter
 from portal.models import Job, Membership, Team
-
-#: Rows shown on a list page (the newest first); older jobs stay reachable by API.
-LIST_LIMIT = 200
 
 
 def jobs_visible(*, user, team: str | None = None, phase: str | None = None) -> QuerySet[Job]:
@@ -53,9 +54,10 @@ def can_cancel(*, user, job: Job, roles: dict[int, str]) -> bool:
 def job_row(job: Job, *, cancellable: bool) -> dict:
     """One list row as JSON-ready data (what the list page's script redraws).
 
-    ``{id, name, team, phase, reason, message, queue_position, admitted_flavor,
-    preemptions, preemption_loop, workers, gpus_per_worker, total_gpus, flavor,
-    submitter, submitted_at (ISO), cancel_requested, can_cancel}``.
+    ``{id, name, team, phase, reason, message, queue_position (0-based),
+    queue_rank (1-based, 1 = next), wait_seconds (seconds waited for admission),
+    admitted_flavor, preemptions, preemption_loop, workers, gpus_per_worker,
+    total_gpus, flavor, submitter, submitted_at (ISO), cancel_requested, can_cancel}``.
     """
     return {
         "id": job.pk,
@@ -65,6 +67,8 @@ def job_row(job: Job, *, cancellable: bool) -> dict:
         "reason": job.reason,
         "message": job.message,
         "queue_position": job.queue_position,
+        "queue_rank": job.queue_rank,
+        "wait_seconds": job.wait_seconds,
         "admitted_flavor": job.admitted_flavor,
         "preemptions": job.preemptions,
         "preemption_loop": job.preemption_loop,
@@ -82,24 +86,41 @@ def job_row(job: Job, *, cancellable: bool) -> dict:
 @dataclass(frozen=True)
 class JobListPage:
     """A job list as the viewer sees it: ``team`` (``None`` = every visible team),
-    the viewer's ``role`` in it, ``rows`` (``(job, can_cancel)``) and ``teams``
-    the viewer may submit to."""
+    the viewer's ``role`` in it, ``rows`` (``(job, can_cancel)``) of the current page,
+    ``teams`` the viewer may submit to, the bound ``filters``
+    (:class:`portal.filters.JobFilter`, errors included) and the Django ``pager``
+    page (``pager.paginator.count`` = all matching jobs)."""
 
     team: Team | None
     role: str | None
     rows: list[tuple[Job, bool]]
     teams: list[Team]
+    filters: JobFilter | None = None
+    pager: Page | None = None
+
+    @property
+    def query(self) -> str:
+        """The filter part of the URL (``phase=Queued&q=llm``), without ``page``."""
+        if self.filters is None:
+            return ""
+        params = self.filters.data.copy()
+        params.pop("page", None)
+        return params.urlencode()
 
     def as_json(self) -> list[dict]:
         """The rows as :func:`job_row` dicts."""
         return [job_row(job, cancellable=ok) for job, ok in self.rows]
 
 
-def job_list_page(*, user, slug: str | None = None) -> JobListPage | None:
+def job_list_page(*, user, slug: str | None = None, params=None) -> JobListPage | None:
     """The job list of team ``slug`` (or of all visible teams), ``None`` if not visible.
 
-    Three queries whatever the number of jobs and teams: the viewer's roles,
-    the visible teams, the jobs (at most :data:`LIST_LIMIT`, newest first).
+    ``params`` (a QueryDict: the page's GET) filters it (:class:`JobFilter`: phase,
+    team, submitter, flavor, name, age) and picks the page (``page``, 1-based;
+    :data:`settings.PAGE_LIST_SIZE` rows, newest first; an out-of-range page shows the
+    last). Four queries whatever the number of jobs and teams: the viewer's roles, the
+    visible teams, the count of matching jobs and the page's jobs. Invalid filters
+    show no job (their errors are on ``filters``).
     """
     if not getattr(user, "is_authenticated", False):
         return None
@@ -110,12 +131,17 @@ def job_list_page(*, user, slug: str | None = None) -> JobListPage | None:
         team = next((t for t in teams if t.slug == slug), None)
         if team is None:
             return None
-    jobs = list(jobs_visible(user=user, team=slug)[:LIST_LIMIT])
+    params = params if params is not None else QueryDict()
+    filters = JobFilter(params, queryset=jobs_visible(user=user, team=slug))
+    matching = filters.qs if filters.is_valid() else Job.objects.none()
+    pager = Paginator(matching, settings.PAGE_LIST_SIZE).get_page(params.get("page"))
     return JobListPage(
         team=team,
         role=roles.get(team.pk) if team else None,
-        rows=[(job, can_cancel(user=user, job=job, roles=roles)) for job in jobs],
+        rows=[(job, can_cancel(user=user, job=job, roles=roles)) for job in pager],
         teams=teams,
+        filters=filters,
+        pager=pager,
     )
 
 

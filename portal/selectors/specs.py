@@ -7,6 +7,8 @@ the quota preview render the world as it would be after an approval.
 from collections import defaultdict
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from portal.models import Cluster, Cohort, GpuFlavor, PriorityClass, QuotaGrant, Team
 from queues import specs
 from queues.render import kueue, volcano
@@ -104,6 +106,7 @@ def cluster_specs(*, cluster: Cluster, overrides: GrantOverride | None = None) -
                 cohort=team.cohort.name if team.cohort else None,
                 weight=team.weight,
                 quotas=quotas,
+                pod_security=settings.POD_SECURITY_LABELS,
             )
         )
     return ClusterSpecs(

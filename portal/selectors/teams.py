@@ -49,6 +49,11 @@ class TeamPage:
     requests: list[QuotaRequest]
     flavors: list[GpuFlavor]
 
+    @property
+    def leads(self) -> list[Membership]:
+        """The team's leads (who request quota), from ``memberships``; no query."""
+        return [m for m in self.memberships if m.role == Membership.Role.LEAD]
+
 
 def team_page(*, user, slug: str) -> TeamPage | None:
     """The team page of ``slug`` as ``user`` sees it, or ``None`` when ``user`` may not.

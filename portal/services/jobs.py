@@ -29,10 +29,11 @@ from portal.selectors.quota import max_admissible_gpus
 from portal.selectors.specs import cluster_specs, flavor_spec
 from portal.services.audit import audit_record
 from portal.services.fields import whole_count
+from portal.services.images import registry_problem
 from queues import jobs as qjobs
 from queues import quantity
 from queues import volcano_jobs as vjobs
-from queues.errors import ClusterError, PermanentError
+from queues.errors import ClusterError, PermanentError, TransientError
 from queues.render.labels import JOB_LABEL, KIND_JOB, KIND_LABEL, managed_selector
 from queues.specs import SpecError
 
@@ -146,8 +147,11 @@ def job_check(
         priority_row = PriorityClass.objects.filter(name=priority).first()
         if priority_row is None:
             fail("priority", f"No priority class named '{priority}'.")
+    if isinstance(image, str) and (problem := registry_problem(image)):
+        fail("image", f"Refused: {problem}.")
     if isinstance(name, str) and Job.objects.filter(team=team, name=name,
-                                                    deleted_at__isnull=True).exists():
+                                                    deleted_at__isnull=True).exclude(
+                                                        phase__in=Job.FINAL_PHASES).exists():
         fail("name", f"Team '{team.slug}' already has a job named '{name}'; "
                      "choose another name or cancel that job first.")
 
@@ -392,6 +396,9 @@ def job_create(*, job_id: int, port=None) -> str:
     port = _port(job, port)
     try:
         live = port.get(api_version, kind, name, namespace)
+        earlier = _labels(live).get(JOB_LABEL, "") if live is not None else ""
+        if earlier.isdigit() and earlier != str(job.pk):  # an earlier job of the same name
+            _clear_finished_namesake(port, job, live)  # raises TransientError: retried
         outcome = "exists"
         if live is None:
             live = port.apply(job.manifest)
@@ -420,6 +427,30 @@ def job_create(*, job_id: int, port=None) -> str:
             job_cancel_execute(job_id=job_id, port=port)
         return "cancelled"
     return outcome
+
+
+def _labels(live: dict) -> dict:
+    return ((live or {}).get("metadata") or {}).get("labels") or {}
+
+
+def _clear_finished_namesake(port, job: Job, live: dict) -> None:
+    """The cluster still holds an earlier job of the same name (a finished job's name
+    may be reused): delete that object when its job is finished (or unknown to the
+    portal), mark that job ``deleted_at``, and raise :class:`TransientError` so the
+    create is retried once the object is gone. Raises TransientError as well while
+    the namesake is live (it is never touched then)."""
+    earlier_pk = _labels(live)[JOB_LABEL]
+    earlier = Job.objects.filter(pk=int(earlier_pk)).first()
+    if earlier is not None and not earlier.is_final:
+        raise TransientError(f"job {earlier.pk} named '{job.name}' is still live on the "
+                             "cluster; waiting for it", reason="NameInUse")
+    api_version, kind, name, namespace = _job_ref(job)
+    port.delete_background(api_version, kind, name, namespace)
+    if earlier is not None:
+        Job.objects.filter(pk=earlier.pk, deleted_at__isnull=True).update(
+            deleted_at=timezone.now())
+    raise TransientError(f"deleting finished job {earlier_pk} named '{job.name}' from "
+                         "the cluster before creating this one", reason="NameReused")
 
 
 def _delete_leftover(port, job: Job) -> bool:

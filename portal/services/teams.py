@@ -105,8 +105,11 @@ def team_create(
 def membership_set(*, actor, team: Team, username: str, role: str) -> Membership:
     """Add ``username`` to ``team`` with ``role`` (``member``/``lead``), or change the role.
 
-    Allowed for the team's lead and staff. Raises :class:`ValidationError` naming
-    ``username`` (no such user) or ``role``.
+    Allowed for the team's lead and staff; a lead cannot demote the team's last lead.
+    Raises :class:`ValidationError` naming ``username`` (no such user, last lead) or
+    ``role``. The permission check comes first, so only those who may manage members
+    learn whether a username exists: a lead may (usernames are the organisation's
+    accounts, not secrets among its staff; see README "Security").
     """
     if not access.can_manage_members(actor, team):
         raise PermissionDenied("Only the team's lead or platform staff can manage members.")
@@ -116,6 +119,8 @@ def membership_set(*, actor, team: Team, username: str, role: str) -> Membership
     if user is None:
         raise ValidationError({"username": f"No user named '{username}'."})
     membership = Membership.objects.filter(team=team, user=user).first()
+    if membership is not None and membership.role == Membership.Role.LEAD and role != "lead":
+        _keep_a_lead(actor, team, username, "demote")
     before = {"role": membership.role} if membership else None
     if membership is None:
         membership = Membership.objects.create(team=team, user=user, role=role)
@@ -127,14 +132,30 @@ def membership_set(*, actor, team: Team, username: str, role: str) -> Membership
     return membership
 
 
+def _keep_a_lead(actor, team: Team, username: str, verb: str) -> None:
+    """Refuse (ValidationError on ``username``) to take away the team's last lead, unless
+    staff do it. The team's lead rows are locked, so two leads demoting each other at
+    once cannot both succeed."""
+    if access.is_staff(actor):
+        return
+    leads = list(Membership.objects.select_for_update()
+                 .filter(team=team, role=Membership.Role.LEAD).values_list("pk", flat=True))
+    if len(leads) <= 1:
+        raise ValidationError({"username": f"Cannot {verb} '{username}': the last lead of "
+                                           f"'{team.slug}'. Make another member lead first."})
+
+
 @transaction.atomic
 def membership_remove(*, actor, team: Team, username: str) -> None:
-    """Remove ``username`` from ``team`` (lead or staff). Raises ValidationError if absent."""
+    """Remove ``username`` from ``team`` (lead or staff). Raises ValidationError if absent,
+    or when a lead would remove the team's last lead."""
     if not access.can_manage_members(actor, team):
         raise PermissionDenied("Only the team's lead or platform staff can manage members.")
     membership = Membership.objects.filter(team=team, user__username=username).first()
     if membership is None:
         raise ValidationError({"username": f"'{username}' is not a member of '{team.slug}'."})
+    if membership.role == Membership.Role.LEAD:
+        _keep_a_lead(actor, team, username, "remove")
     audit_record(actor=actor, action="membership.removed", target=membership, team=team,
                  before={"username": username, "role": membership.role}, after=None)
     membership.delete()

@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from portal import access
-from portal.forms import JobForm, add_service_error
+from portal.forms import JobForm, add_service_error, plain_item_message
 from portal.selectors.jobs import (
     JobFormContext,
     job_detail_page,
@@ -25,7 +25,7 @@ from portal.services.jobs import job_cancel, job_check, job_refresh, job_submit
 
 
 def _list_or_404(request: HttpRequest, slug: str | None):
-    page = job_list_page(user=request.user, slug=slug)
+    page = job_list_page(user=request.user, slug=slug, params=request.GET)
     if page is None:
         raise Http404("No such team.")
     return page
@@ -43,9 +43,11 @@ def job_list(request: HttpRequest, slug: str | None = None) -> HttpResponse:
 @require_GET
 def job_rows(request: HttpRequest, slug: str | None = None) -> JsonResponse:
     """``GET /jobs/rows.json`` and ``/teams/<slug>/jobs/rows.json``: the list's rows as
-    JSON (``{"jobs": [...]}``), what the page's script polls to refresh itself."""
+    JSON (``{"jobs": [...], "total": N, "page": P, "pages": K}``) with the page's own
+    filters and page number, what the page's script polls to refresh itself."""
     page = _list_or_404(request, slug)
-    return JsonResponse({"jobs": page.as_json()})
+    return JsonResponse({"jobs": page.as_json(), "total": page.pager.paginator.count,
+                         "page": page.pager.number, "pages": page.pager.paginator.num_pages})
 
 
 def _form_context(request: HttpRequest, slug: str) -> JobFormContext:
@@ -71,7 +73,7 @@ def job_new(request: HttpRequest, slug: str) -> HttpResponse:
             add_service_error(form, exc)
         else:
             messages.success(request, f"Job {job.name} submitted.")
-            return redirect("team-jobs", slug=slug)
+            return redirect("job-page", slug=slug, pk=job.pk)
     status = 400 if request.method == "POST" else 200
     return render(request, "portal/job_form.html",
                   {"form": form, "team": context.team, "context": context}, status=status)
@@ -93,7 +95,7 @@ def job_validate(request: HttpRequest, slug: str) -> JsonResponse:
         try:
             plan = job_check(actor=request.user, team=context.team, **form.service_kwargs())
         except ValidationError as exc:
-            errors = {k: list(v) for k, v in exc.message_dict.items()}
+            errors = {k: [plain_item_message(m) for m in v] for k, v in exc.message_dict.items()}
         else:
             total, maximum, resource = plan.total_gpus, plan.max_gpus, plan.flavor.gpu_resource
     else:

@@ -73,14 +73,18 @@ def namespace(team: TeamQueueSpec) -> dict:
     """The team Namespace ``v1/Namespace`` named ``team.slug``.
 
     The API server adds ``kubernetes.io/metadata.name: <slug>``, which the
-    team's ClusterQueue ``namespaceSelector`` matches.
+    team's ClusterQueue ``namespaceSelector`` matches. ``team.pod_security`` adds
+    ``pod-security.kubernetes.io/<mode>: <level>`` labels (Pod Security admission).
     """
+    labels = team_labels(team.slug)
+    for mode, level in team.pod_security:
+        labels[f"pod-security.kubernetes.io/{mode}"] = level
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {
             "name": team.namespace,
-            "labels": team_labels(team.slug),
+            "labels": labels,
             "annotations": {DISPLAY_NAME_ANNOTATION: team.display_name},
         },
     }

@@ -18,6 +18,14 @@
     return td;
   }
 
+  // Seconds in words, as the server's `duration` filter writes them (queues.whatif.format_duration).
+  function duration(seconds) {
+    if (seconds === null || seconds === undefined) { return "-"; }
+    if (seconds < 90) { return Math.round(seconds) + " s"; }
+    if (seconds < 90 * 60) { return Math.round(seconds / 60) + " min"; }
+    return (seconds / 3600).toFixed(1) + " h";
+  }
+
   function draw(jobs) {
     var body = table.tBodies[0];
     var fresh = document.createElement("tbody");
@@ -50,7 +58,8 @@
       message.textContent = " " + job.message;
       reason.appendChild(strong);
       reason.appendChild(message);
-      cell(tr, "position", job.queue_position === null ? "—" : String(job.queue_position));
+      cell(tr, "position", job.queue_rank === null ? "—" : String(job.queue_rank));
+      cell(tr, "waited", duration(job.wait_seconds));
       cell(tr, "gpus", job.workers + " × " + job.gpus_per_worker + " " + job.flavor);
       var pre = cell(tr, "preemptions", String(job.preemptions));
       if (job.preemption_loop) {
@@ -66,8 +75,8 @@
     if (!jobs.length) {
       var empty = document.createElement("tr");
       empty.className = "empty";
-      var td = cell(empty, "muted", "No jobs yet.");
-      td.colSpan = 8;
+      var td = cell(empty, "muted", table.dataset.emptyText || "No jobs yet.");
+      td.colSpan = 9;
       fresh.appendChild(empty);
     }
     table.replaceChild(fresh, body);
@@ -78,7 +87,12 @@
   function poll() {
     fetch(rowsUrl, { credentials: "same-origin", headers: { "Accept": "application/json" } })
       .then(function (response) { return response.ok ? response.json() : null; })
-      .then(function (data) { if (data) { draw(data.jobs); } })
+      .then(function (data) {
+        if (!data) { return; }
+        draw(data.jobs);
+        var total = document.getElementById("job-total");
+        if (total) { total.textContent = String(data.total); }
+      })
       .catch(function () { /* keep the last rows; try again next time */ })
       .then(function () { window.setTimeout(poll, interval); });
   }

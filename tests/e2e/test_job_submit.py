@@ -1,6 +1,7 @@
 """A member submits a gang job through the form and sees it in the team's job list."""
 
 import pytest
+from playwright.sync_api import expect
 
 from portal.models import Job
 from tests.e2e.pages.auth import LoginPage
@@ -17,6 +18,7 @@ from tests.factories import (
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("unconsumed_queue")   # the job stays Submitted: no worker acts
 def test_member_submits_a_job_and_sees_it_in_the_list(live_server, page):
     cluster = make_cluster(name="gpu-east")
     flavor = make_flavor(cluster=cluster, name="a100", physical_gpus=16, gpu_model="A100-80GB",
@@ -40,14 +42,18 @@ def test_member_submits_a_job_and_sees_it_in_the_list(live_server, page):
         "gpus_per_worker", "needs 16 nvidia.com/gpu on a100; the team can be admitted at most 8"
     ) == "needs 16 nvidia.com/gpu on a100; the team can be admitted at most 8"
     form.fill(gpus_per_worker="4")
-    page.wait_for_function(
-        "document.getElementById('job-form').dataset.valid === 'true'")
+    # (a locator assertion: wait_for_function's string predicate is an eval, which the
+    # page's Content-Security-Policy refuses)
+    expect(page.locator("#job-form")).to_have_attribute("data-valid", "true")
     assert "8 nvidia.com/gpu in total" in form.summary
     assert Job.objects.count() == 0   # validation wrote nothing
 
-    listing = form.submit()
-    assert any("Job detector submitted" in m for m in listing.messages)
+    landed = form.submit()   # on the new job's page, with the confirmation
+    assert any("Job detector submitted" in m for m in landed.messages)
     job = Job.objects.get()
+    assert page.url.endswith(f"/teams/vision/jobs/{job.pk}/")
+    page.click("#job-title a")   # the team's job list
+    listing = JobListPage(page)
     assert listing.names() == ["detector"]
     assert listing.row(job.pk).locator("td.phase").inner_text().startswith("Submitted")
 
@@ -57,5 +63,6 @@ def test_member_submits_a_job_and_sees_it_in_the_list(live_server, page):
         message="Waiting for quota: It needs 8 more nvidia.com/gpu on flavor a100.")
     JobListPage(page).wait_for_phase(job.pk, "Queued")
     row = listing.row(job.pk)
-    assert row.locator("td.position").inner_text() == "3"
+    assert row.locator("td.position").inner_text() == "4"   # 1-based: 3 ahead of it
+    assert row.locator("td.waited").inner_text().endswith(" s")   # drawn by the script
     assert "8 more nvidia.com/gpu" in row.locator("td.reason").inner_text()

@@ -145,22 +145,3 @@ def api():
         return client
 
     return make
-
-
-@pytest.fixture
-def unconsumed_queue():
-    """Tasks published during the test go to a private queue that no worker consumes,
-    emptied afterwards: for tests of committed transactions (``transactional_db``) that
-    check only what the web process writes, so the session's worker (``celery_worker_process``)
-    is never handed their on-commit tasks for rows that are flushed after the test."""
-    from portal.celery import app
-
-    queue = f"unconsumed-{uuid.uuid4().hex[:8]}"
-    previous = app.conf.task_default_queue
-    app.conf.task_default_queue = queue
-    try:
-        yield queue
-    finally:
-        app.conf.task_default_queue = previous
-        with app.connection_for_write() as conn:
-            conn.default_channel.queue_delete(queue)

@@ -111,3 +111,35 @@ def test_summarize_without_polling_counts_submissions_only():
     rows = summarize([Submission(job=job, team="philly-a", job_id=1, status=201)], {})
     assert [(r.team, r.submitted, r.admitted, r.finished, r.mean_wait) for r in rows] == [
         ("philly-a", 1, 0, 0, None), ("all", 1, 0, 0, None)]
+
+
+def test_get_all_follows_the_link_header_through_every_page():
+    """The job list is paged (body an array, ``Link: rel="next"``): the replay reads
+    every page, or it would wait for ever on jobs past the first page."""
+    import json as json_module
+
+    import requests
+
+    from portal.replay import PortalClient
+
+    def page(rows, following=None):
+        response = requests.Response()
+        response.status_code = 200
+        response._content = json_module.dumps(rows).encode()
+        if following:
+            response.headers["Link"] = f'<{following}>; rel="next"'
+        return response
+
+    pages = {None: page([{"id": 1}, {"id": 2}], "http://portal/api/v1/jobs/?team=a&page=2"),
+             "http://portal/api/v1/jobs/?team=a&page=2": page([{"id": 3}])}
+    asked = []
+
+    class Fake(PortalClient):
+        def request(self, method, path, **kwargs):
+            asked.append((path, kwargs.get("params")))
+            return pages[None] if not path.startswith("http") else pages[path]
+
+    rows = Fake("http://portal/", "token").get_all("/api/v1/jobs/", team="a")
+    assert [r["id"] for r in rows] == [1, 2, 3]
+    assert asked == [("/api/v1/jobs/", {"page_size": 1000, "team": "a"}),
+                     ("http://portal/api/v1/jobs/?team=a&page=2", None)]

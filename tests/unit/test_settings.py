@@ -53,3 +53,27 @@ def test_unknown_scheduler_backend_is_refused_with_its_name():
     result = _manage("check", extra_env={"SCHEDULER_BACKEND": "slurm"})
     assert result.returncode != 0
     assert "SCHEDULER_BACKEND must be 'kueue' or 'volcano', got 'slurm'" in result.stderr
+
+
+def test_hsts_preload_is_opt_in():
+    show = ("from django.conf import settings as s; "
+            "print(s.SECURE_HSTS_SECONDS, s.SECURE_HSTS_PRELOAD, s.SILENCED_SYSTEM_CHECKS)")
+    default = _manage("shell", "--no-imports", "-c", show, extra_env=PRODUCTION_ENV)
+    assert default.stdout.split(maxsplit=2) == ["31536000", "False", "['security.W021']\n"]
+    opted = {**PRODUCTION_ENV, "SECURE_HSTS_PRELOAD": "true"}
+    opted_out = _manage("shell", "--no-imports", "-c", show, extra_env=opted).stdout
+    assert opted_out.split(maxsplit=2) == ["31536000", "True", "[]\n"]
+    result = _manage("check", "--deploy", "--fail-level", "WARNING", extra_env=opted)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_pod_security_levels_come_from_the_environment():
+    show = "from django.conf import settings as s; print(s.POD_SECURITY_LABELS)"
+    default = _manage("shell", "--no-imports", "-c", show, extra_env={})
+    assert default.stdout.strip() == (
+        "(('enforce', 'baseline'), ('warn', 'restricted'), ('audit', 'restricted'))")
+    chosen = _manage("shell", "--no-imports", "-c", show, extra_env={
+        "POD_SECURITY_LEVEL": "restricted", "POD_SECURITY_WARN_LEVEL": ""})
+    assert chosen.stdout.strip() == "(('enforce', 'restricted'),)"
+    wrong = _manage("check", extra_env={"POD_SECURITY_LEVEL": "strict"})
+    assert wrong.returncode != 0 and "got 'strict'" in wrong.stderr

@@ -33,6 +33,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 #: Seconds between job syncs in the demo (the product default is 15 s).
+DEMO_USAGE_COLLECT_SECONDS = "20"
 DEMO_JOBS_SYNC_SECONDS = "3"
 
 
@@ -154,7 +155,10 @@ class Command(BaseCommand):
         env = dict(os.environ, KUBECONFIG=str(kubeconfig), KUBE_CONTEXT="",
                    DCGM_EXPORTER_URL=urls["metrics"],
                    JOBS_SYNC_INTERVAL_SECONDS=os.environ.get("JOBS_SYNC_INTERVAL_SECONDS",
-                                                             DEMO_JOBS_SYNC_SECONDS))
+                                                             DEMO_JOBS_SYNC_SECONDS),
+                   # Utilization pages have data within a minute, not after 5.
+                   USAGE_COLLECT_INTERVAL_SECONDS=os.environ.get(
+                       "USAGE_COLLECT_INTERVAL_SECONDS", DEMO_USAGE_COLLECT_SECONDS))
         prometheus = shutil.which("prometheus")
         if os.environ.get("DEMO_PROMETHEUS") == "1" and prometheus:
             env["PROMETHEUS_URL"] = self._start_prometheus(prometheus, var, urls["metrics"],

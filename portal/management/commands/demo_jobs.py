@@ -71,7 +71,13 @@ class Command(BaseCommand):
         grants = {}
         for grant in QuotaGrant.objects.select_related("flavor", "team"):
             grants.setdefault(grant.team.slug, []).append(grant)
-        submitted = 0
+        # A rerun continues the stream: names are unique among a team's jobs, so start
+        # after the highest number an earlier run used (train-0041 -> the next is 0042).
+        submitted = self.last_number()
+        if submitted:
+            self.stdout.write(f"demo_jobs: continuing after job number {submitted:04d} "
+                              "of an earlier run")
+        first = submitted
 
         def submit(team_slug, flavor, workers, gpus, seconds, profile, priority, outcome):
             nonlocal submitted
@@ -103,7 +109,7 @@ class Command(BaseCommand):
             if stop.is_set():
                 return
             submit(*item)
-        while not stop.is_set() and (count == 0 or submitted < count):
+        while not stop.is_set() and (count == 0 or submitted - first < count):
             stop.wait(every * rng.uniform(0.5, 1.5))
             if stop.is_set():
                 break
@@ -113,6 +119,14 @@ class Command(BaseCommand):
             team_slug = rng.choice(sorted(grants))
             grant = rng.choice(grants[team_slug])
             submit(team_slug, grant.flavor.name, *self._shape(rng, grant))
+
+    @staticmethod
+    def last_number() -> int:
+        """The highest N of the stream's job names (``train-N``, ``nb-N``, ``serve-N``)
+        in the database; 0 when there are none."""
+        numbers = [int(name.rsplit("-", 1)[1]) for name in Job.objects.filter(
+            name__regex=r"^(train|nb|serve)-[0-9]{4,}$").values_list("name", flat=True)]
+        return max(numbers, default=0)
 
     @staticmethod
     def _shape(rng: random.Random, grant) -> tuple:

@@ -11,10 +11,10 @@ from urllib.parse import urlparse
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from rest_framework.authtoken.models import Token
 from tqdm import tqdm
 
 from portal import replay
+from portal.services.tokens import token_issue
 from queues import traces
 
 #: The user a local replay acts as when no staff user exists yet.
@@ -32,14 +32,16 @@ def _is_local(api_url: str) -> bool:
 
 
 def local_staff_token() -> str:
-    """A token of a staff user of this process's database: the first active staff user
-    by id, else a new staff user ``trace-replay`` (no usable password). Token reused."""
+    """A new token of a staff user of this process's database: the first active staff
+    user by id, else a new staff user ``trace-replay`` (no usable password). Named
+    ``replay-trace``, valid one day; it replaces that user's earlier ``replay-trace``
+    tokens (tokens are stored hashed: a secret cannot be read back)."""
     users = get_user_model().objects
     user = users.filter(is_staff=True, is_active=True).order_by("pk").first()
     if user is None:
         user = users.create_user(REPLAY_USER, password=None, is_staff=True)
-    token, _ = Token.objects.get_or_create(user=user)
-    return token.key
+    _, secret = token_issue(actor=None, user=user, name="replay-trace", days=1, rotate=True)
+    return secret
 
 
 class Command(BaseCommand):

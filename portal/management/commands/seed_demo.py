@@ -1,5 +1,13 @@
 """``manage.py seed_demo``: the demo world (idempotent): logins, a cluster, flavors,
-cohorts, teams with quotas, priority classes and a few pending requests."""
+cohorts, teams with quotas, priority classes and a few pending requests.
+
+A rerun on an existing database does what its variables say and prints what it kept:
+a different ``SCHEDULER_BACKEND`` switches the demo cluster's backend (through
+``cluster_backend_set``, as staff would; team weights follow the backend's rules),
+and jobs an earlier run left live are closed, since the simulated cluster starts
+empty each run (``Failed``, reason ``DemoRestarted``). ``make clean`` (or removing
+``var/``) starts from nothing.
+"""
 
 from decimal import Decimal
 
@@ -7,17 +15,20 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
+from django.utils import timezone
 
 from portal.models import (
     Cluster,
     Cohort,
     GpuFlavor,
+    Job,
     Membership,
     PriorityClass,
     QuotaGrant,
     QuotaRequest,
     Team,
 )
+from portal.services.catalog import cluster_backend_set
 
 #: (username, password, is_staff, description). Demo only: refused with DEBUG off.
 DEMO_USERS = (
@@ -60,8 +71,10 @@ class Command(BaseCommand):
             raise SystemExit(2)
         with transaction.atomic():
             users = self._users()
-            cluster, _ = Cluster.objects.get_or_create(
+            cluster, created = Cluster.objects.get_or_create(
                 name="demo", defaults={"backend": settings.SCHEDULER_BACKEND})
+            kept = [] if created else self._rerun(cluster)
+            volcano_wanted = settings.SCHEDULER_BACKEND == Cluster.Backend.VOLCANO
             flavors = {}
             for name, resource, model, gpus, cpu, memory, product in FLAVORS:
                 flavors[name], _ = GpuFlavor.objects.get_or_create(
@@ -75,14 +88,16 @@ class Command(BaseCommand):
                 for name, weight in COHORTS
             }
             teams = {}
-            volcano = cluster.backend == Cluster.Backend.VOLCANO
             for slug, name, cohort, weight, grants in TEAMS:
                 # Volcano Queue weights are whole numbers: 0.5 becomes 1 there.
-                weight = max(Decimal(1), Decimal(weight).to_integral_value()) if volcano \
-                    else Decimal(weight)
-                teams[slug], _ = Team.objects.get_or_create(slug=slug, defaults={
+                weight = max(Decimal(1), Decimal(weight).to_integral_value()) \
+                    if volcano_wanted else Decimal(weight)
+                teams[slug], made = Team.objects.get_or_create(slug=slug, defaults={
                     "name": name, "cluster": cluster, "weight": weight,
                     "cohort": cohorts.get(cohort)})
+                if not made and teams[slug].weight != weight \
+                        and cluster.backend != settings.SCHEDULER_BACKEND:
+                    Team.objects.filter(pk=teams[slug].pk).update(weight=weight)
                 for flavor, (nominal, borrowing, lending) in grants.items():
                     QuotaGrant.objects.get_or_create(
                         team=teams[slug], flavor=flavors[flavor], defaults={
@@ -104,9 +119,37 @@ class Command(BaseCommand):
                 QuotaRequest.objects.create(
                     team=teams["vision"], flavor=flavors["a100"], requested_by=users["carol"],
                     nominal_gpus=16, justification="video model fine-tuning")
+            if cluster.backend != settings.SCHEDULER_BACKEND:
+                before = cluster.backend
+                cluster_backend_set(actor=users["admin"], cluster=cluster,
+                                    backend=settings.SCHEDULER_BACKEND)
+                kept.append(f"switched cluster demo from {before} to {cluster.backend} "
+                            "(its teams, quotas and past jobs are kept)")
+        for line in kept:
+            self.stdout.write(f"Rerun: {line}")
+        if kept:
+            self.stdout.write("Rerun: to start from nothing, stop the demo and run `make clean`.")
         self.stdout.write("Demo logins:")
         for username, password, _, description in DEMO_USERS:
             self.stdout.write(f"  {username:<8} / {password:<18} {description}")
+
+    @staticmethod
+    def _rerun(cluster: Cluster) -> list[str]:
+        """On a rerun: close the jobs an earlier run left live (the simulated cluster
+        starts empty, so they are gone); return what was kept, in words."""
+        now = timezone.now()
+        live = Job.objects.filter(team__cluster=cluster, deleted_at__isnull=True).exclude(
+            phase__in=Job.FINAL_PHASES)
+        closed = live.update(
+            phase=Job.Phase.FAILED, reason="DemoRestarted", queue_position=None,
+            message="The demo was restarted: its simulated cluster starts empty, so this "
+                    "job of an earlier run is gone.", finished_at=now, deleted_at=now)
+        total = Job.objects.filter(team__cluster=cluster).count()
+        lines = [f"kept the database of an earlier run ({total} jobs, quotas, requests)"]
+        if closed:
+            lines.append(f"closed {closed} job{'s' if closed != 1 else ''} the earlier run "
+                         "left live (reason DemoRestarted)")
+        return lines
 
     def _users(self) -> dict:
         user_model = get_user_model()

@@ -106,7 +106,7 @@ def test_a_job_goes_queued_admitted_running_preempted_and_succeeded(flow, kind):
     html = pages.get(f"/teams/team-a/jobs/{job_id}/").content.decode()
     assert 'id="job-phase" class="badge phase-queued">Queued<' in html
     assert "8 more nvidia.com/gpu on flavor h100" in html
-    assert '<td id="job-position">1 ' in html
+    assert '<td id="job-position">2 ' in html
     [row] = [r for r in pages.get("/teams/team-a/jobs/rows.json").json()["jobs"]
              if r["id"] == job_id]
     assert (row["phase"], row["queue_position"]) == ("Queued", 1)

@@ -36,19 +36,24 @@ def test_member_submits_through_the_form(client, world):
     assert '<option value="h100">' in html and "a100-mig-1g" not in html  # no MIG quota
     response = client.post("/teams/team-a/jobs/new/", form_data())
     assert response.status_code == 302
-    assert response.url == "/teams/team-a/jobs/"
     job = Job.objects.get()
+    assert response.url == f"/teams/team-a/jobs/{job.pk}/"   # lands on the new job
     assert job.submitter == world["member_a"] and job.phase == "Submitted"
     assert job.command == ["torchrun", "train.py"]
     assert job.args == ["--epochs", "3", "--note", "two words"]
     assert job.env == [{"name": "WANDB_PROJECT", "value": "llm"}, {"name": "SEED", "value": "7"}]
-    listing = client.get(response.url).content.decode()
+    landed = client.get(response.url).content.decode()
+    assert "Job train-llm submitted." in landed and 'id="job-title">train-llm' in landed
+    listing = client.get("/teams/team-a/jobs/").content.decode()
     assert f'data-job="{job.pk}"' in listing and "train-llm" in listing
 
 
 @pytest.mark.parametrize(("overrides", "field", "fragment"), [
     ({"gpus_per_worker": "1.5"}, "gpus_per_worker", "not a whole number"),
     ({"env": "NVIDIA_VISIBLE_DEVICES=all"}, "env", "NVIDIA_VISIBLE_DEVICES may not be set"),
+    # Item paths in the form's words: the second line of the env box, not "env[1]".
+    ({"env": "A=1\nNVIDIA_VISIBLE_DEVICES=all"}, "env",
+     "Line 2: NVIDIA_VISIBLE_DEVICES may not be set"),
     ({"env": "JUSTANAME"}, "env", "expected NAME=value"),
     ({"name": "Bad_Name"}, "name", "DNS-1123"),
     ({"image": "ghcr.io/Acme/x"}, "image", "not a valid image reference"),
@@ -96,7 +101,8 @@ def test_outsiders_get_404_on_every_job_page(client, world):
                 f"/teams/team-a/jobs/{job.pk}/refresh/", f"/teams/team-b/jobs/{job.pk}/cancel/"):
         assert client.post(url, form_data()).status_code == 404, url
     assert "train" not in client.get("/jobs/").content.decode()
-    assert client.get("/jobs/rows.json").json() == {"jobs": []}
+    assert client.get("/jobs/rows.json").json() == {"jobs": [], "total": 0, "page": 1,
+                                                     "pages": 1}
     job.refresh_from_db()
     assert job.cancel_requested_at is None
 
@@ -132,7 +138,7 @@ def test_detail_shows_explanation_timeline_and_yaml(client, world):
                    "time": "2026-01-01T10:00:00Z"}])
     client.force_login(world["member_a2"])
     html = client.get(f"/teams/team-a/jobs/{job.pk}/").content.decode()
-    assert "Waiting for quota" in html and '<td id="job-position">2 ' in html
+    assert "Waiting for quota" in html and '<td id="job-position">3 ' in html
     assert 'data-type="QuotaReserved"' in html and "insufficient unused quota" in html
     yaml_text = html[html.index('id="manifest-yaml"'):]
     assert yaml_text.index("apiVersion: jobset.x-k8s.io/v1alpha2") < yaml_text.index("kind: ")
@@ -155,7 +161,8 @@ def test_list_rows_json_is_what_the_script_redraws(client, world):
     assert row["id"] == job.pk and row["team"] == "team-a" and row["phase"] == "Queued"
     assert row["queue_position"] == 0 and row["can_cancel"] is True
     html = client.get("/teams/team-a/jobs/").content.decode()
-    assert "js/job_list.js" in html and 'data-rows-url="/teams/team-a/jobs/rows.json"' in html
+    assert "js/job_list.js" in html
+    assert 'data-rows-url="/teams/team-a/jobs/rows.json?page=1"' in html
 
 
 def _queries(client, url: str) -> int:
@@ -186,3 +193,47 @@ def test_staff_see_jobs_in_the_admin_console(client, world, django_user_model):
     html = client.get("/admin/portal/job/").content.decode()
     assert job.name in html
     assert client.get(f"/admin/portal/job/{job.pk}/change/").status_code == 200
+
+
+def test_position_is_one_based_and_the_wait_is_shown_on_the_page_and_in_the_rows(client,
+                                                                                 world):
+    import datetime as dt
+
+    from django.utils import timezone
+
+    job = make_job(world)
+    submitted = timezone.now() - dt.timedelta(minutes=12)
+    Job.objects.filter(pk=job.pk).update(phase="Queued", reason="WaitingForQuota",
+                                         queue_position=0, submitted_at=submitted)
+    client.force_login(world["member_a"])
+    html = client.get(f"/teams/team-a/jobs/{job.pk}/").content.decode()
+    assert '<td id="job-position">1 <span class="muted">(1 = next)</span>' in html
+    assert '<th>Waiting for</th><td id="job-waited">12 min</td>' in html
+    [row] = client.get("/teams/team-a/jobs/rows.json").json()["jobs"]
+    assert (row["queue_position"], row["queue_rank"]) == (0, 1)
+    assert 12 * 60 <= row["wait_seconds"] < 13 * 60
+    listing = client.get("/teams/team-a/jobs/").content.decode()
+    assert '<td class="position">1</td>' in listing and '<td class="waited">12 min</td>' in listing
+
+    # Admitted after 20 minutes: the wait stops there, and the position is gone.
+    Job.objects.filter(pk=job.pk).update(phase="Admitted", queue_position=None,
+                                         admitted_at=submitted + dt.timedelta(minutes=20))
+    html = client.get(f"/teams/team-a/jobs/{job.pk}/").content.decode()
+    assert '<th>Waited for admission</th><td id="job-waited">20 min</td>' in html
+    assert '<td id="job-position">—</td>' in html
+
+
+def test_403_and_404_pages_are_in_the_layout_with_the_reason_and_a_way_back(client, world):
+    job = make_job(world)   # member_a's job
+    client.force_login(world["member_a2"])
+    refused = client.get(f"/teams/team-a/jobs/{job.pk}/cancel/")
+    html = refused.content.decode()
+    assert refused.status_code == 403
+    assert 'class="mainnav"' in html and 'id="error-back"' in html
+    assert "You may cancel only your own jobs" in html
+    client.force_login(world["member_b"])
+    missing = client.get(f"/teams/team-a/jobs/{job.pk}/")
+    html = missing.content.decode()
+    assert missing.status_code == 404
+    assert 'class="mainnav"' in html and '<p id="error-message">No such job.</p>' in html
+    assert 'href="/"' in html

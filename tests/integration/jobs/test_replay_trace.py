@@ -16,9 +16,8 @@ import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
-from rest_framework.authtoken.models import Token
 
-from portal.models import Cluster, GpuFlavor, Job
+from portal.models import ApiToken, Cluster, GpuFlavor, Job
 from portal.replay import (
     PortalClient,
     ReplayError,
@@ -28,6 +27,7 @@ from portal.replay import (
     job_payload,
     submit_jobs,
 )
+from portal.services.tokens import token_issue
 from queues.cluster import KubernetesCluster
 from queues.traces import TraceJob, gang_shape, gpu_hours_by_vc, nominal_quotas, read_philly
 from tests.services import shared_path
@@ -36,6 +36,11 @@ pytestmark = pytest.mark.usefixtures("celery_worker_process")
 
 FIRST = 50
 CAPACITY = 64
+
+
+def _token(user) -> str:
+    """A new API token's secret for ``user`` (tokens are stored hashed: none to read back)."""
+    return token_issue(actor=None, user=user, name="test", days=1)[1]
 
 
 @pytest.fixture
@@ -81,8 +86,9 @@ def test_replay_first_50_philly_jobs_with_create_teams(portal_world, live_server
         count = sum(1 for j in expected if j.vc == vc)
         assert summary[f"philly-{vc}"] == [str(count), "0", "0", "0"]
 
-    # The command used (and created) a token of the staff user: no --token on loopback.
-    token = Token.objects.get(user=portal_world["staff"]).key
+    # The command made itself a token of the staff user: no --token on loopback.
+    assert ApiToken.objects.filter(user=portal_world["staff"], name="replay-trace").count() == 1
+    token = _token(portal_world["staff"])
 
     # Teams, cohort and quotas through the API.
     teams = {t["slug"]: t for t in api_get(live_server, token, "/api/v1/teams/")}
@@ -190,7 +196,7 @@ def test_replay_command_errors_name_the_option(portal_world, live_server, tmp_pa
 def test_submissions_follow_the_accelerated_trace_clock(portal_world, live_server):
     """At speed 100, jobs 100 s and 300 s of trace apart go out 1 s and 3 s after the first
     (the clock and sleep are passed in, so the schedule is checked without waiting)."""
-    token = Token.objects.create(user=portal_world["staff"]).key
+    token = _token(portal_world["staff"])
     client = PortalClient(live_server.url, token)
     now = [1000.0]
     slept: list[float] = []
@@ -215,7 +221,7 @@ def test_concurrent_submissions_keep_trace_order_and_send_the_simulators_fields(
         portal_world, live_server):
     """``concurrency=4``: 12 jobs posted from a pool of four threads (each with its own
     Session), all accepted, the records in trace order, each job holding the body sent."""
-    token = Token.objects.create(user=portal_world["staff"]).key
+    token = _token(portal_world["staff"])
     client = PortalClient(live_server.url, token)
     flavor = find_flavor(client, flavor="v100", cluster=None)
     ensure_teams(client, fmt="philly", gpu_hours={"bbbbbb": 1.0}, flavor=flavor, cohort="c")
@@ -251,7 +257,7 @@ def test_replay_waits_until_every_job_is_final_and_reports_waits(portal_world, l
 
     from queues.sim import kueue_objects as kueue
 
-    token = Token.objects.create(user=portal_world["staff"]).key
+    token = _token(portal_world["staff"])
     trace = tmp_path / "philly.csv"
     trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n"
                      "2017-10-09 07:00:00,60.0,1,60.0,aaaaaa\n"

@@ -297,8 +297,8 @@ def test_object_page_shows_desired_and_observed_yaml_diff_and_drift_events(clien
     assert "+status:\n+  pendingWorkloads: 0\n" in detail.diff
     assert detail.diff.startswith("--- desired\n+++ observed (cluster)\n")
     text = response.content.decode()
-    assert '<pre class="yaml" id="desired-yaml">' in text
-    assert '<pre class="yaml" id="observed-yaml">' in text
+    assert '<pre class="yaml" id="desired-yaml" tabindex="0">' in text
+    assert '<pre class="yaml" id="observed-yaml" tabindex="0">' in text
     assert "match the desired manifest" in text
     assert text.count('<tr data-event="') == 2
 

@@ -122,6 +122,10 @@ def test_member_sees_no_form_and_cannot_post(client, site):
     assert page.status_code == 200
     assert b'id="quota-request-form"' not in page.content
     assert b'id="member-form"' not in page.content
+    # ... and is told who to ask: the team's leads.
+    html = page.content.decode()
+    ask = html[html.index('id="ask-for-quota"'):]
+    assert f'<strong class="lead-name">{site["lead"].username}</strong>' in ask
     assert client.post(_team_url(site["team"]),
                        _request_form(site["flavor"])).status_code == 403
     assert client.post(reverse("team-member-add", args=["vision"]),
@@ -280,7 +284,7 @@ def test_review_page_shows_preview_and_manifests(client, site):
     assert "OVER-COMMIT" not in text
     assert 'name="approve-allow_overcommit"' not in text  # no over-commit: no checkbox
     yaml_text = response.context["manifests_yaml"]
-    assert '<pre class="yaml" id="manifests-yaml">' in text
+    assert '<pre class="yaml" id="manifests-yaml" tabindex="0">' in text
     assert "kind: ClusterQueue\n" in yaml_text
     assert "name: vision\n" in yaml_text
     queue = next(doc for doc in yaml.safe_load_all(yaml_text) if doc["kind"] == "ClusterQueue")

@@ -9,6 +9,7 @@ tests/unit/queues/test_whatif.py for the same scenario, figure by figure).
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -18,7 +19,6 @@ from rest_framework.test import APIClient
 from portal.models import Job, PriorityClass
 from portal.selectors.whatif import recent_demand
 from tests.factories import (
-    PASSWORD,
     make_cluster,
     make_cohort,
     make_flavor,
@@ -226,7 +226,7 @@ def test_the_preview_runs_a_fixed_number_of_queries(site):
 def test_the_review_page_shows_the_table_and_the_sentences(site, client):
     busy_demand(site)
     request = make_request(team=site["team_a"], flavor=site["h100"], nominal_gpus=8)
-    client.login(username="staffer", password=PASSWORD)
+    client.force_login(get_user_model().objects.get(username="staffer"))
     response = client.get(f"/staff/requests/{request.pk}/")
     assert response.status_code == 200
     html = response.content.decode()
@@ -242,7 +242,7 @@ def test_the_review_page_shows_the_table_and_the_sentences(site, client):
 
 def test_the_review_page_says_when_there_is_no_recent_demand(site, client):
     request = make_request(team=site["team_a"], flavor=site["h100"], nominal_gpus=8)
-    client.login(username="staffer", password=PASSWORD)
+    client.force_login(get_user_model().objects.get(username="staffer"))
     html = client.get(f"/staff/requests/{request.pk}/").content.decode()
     assert 'id="what-if-empty"' in html and 'id="what-if-table"' not in html
     assert "No jobs were submitted on cluster gpu-west in the last 7 days" in html
@@ -250,7 +250,7 @@ def test_the_review_page_says_when_there_is_no_recent_demand(site, client):
 
 def test_the_review_page_query_count_is_fixed(site, client):
     request = make_request(team=site["team_a"], flavor=site["h100"], nominal_gpus=8)
-    client.login(username="staffer", password=PASSWORD)
+    client.force_login(get_user_model().objects.get(username="staffer"))
     counts = []
     for teams, jobs in ((1, 2), (4, 25)):
         _grow(site, teams=teams, jobs_per_team=jobs)

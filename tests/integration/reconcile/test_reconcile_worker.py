@@ -54,6 +54,11 @@ def test_approval_reaches_the_cluster_through_the_worker(world, port, converged)
     ns = port.get("v1", "Namespace", "team-a")
     assert ns["metadata"]["labels"]["portal.gpu/team"] == "team-a"
     assert ns["metadata"]["labels"].items() >= MANAGED.items()
+    # Pod Security admission: enforce baseline, warn and audit restricted (the defaults)
+    assert ns["metadata"]["labels"].items() >= {
+        "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/audit": "restricted"}.items()
     quota = port.get("v1", "ResourceQuota", "gpu-quota", "team-a")
     # Never stricter than what Kueue can admit: 24 nominal + borrowing up to the cohort (24+8).
     assert int(quota["spec"]["hard"]["requests.nvidia.com/gpu"]) >= 24

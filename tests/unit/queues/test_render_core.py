@@ -41,6 +41,24 @@ def test_namespace():
     }
 
 
+def test_namespace_carries_the_pod_security_labels_it_is_given():
+    import dataclasses
+
+    import pytest
+
+    from queues.specs import SpecError
+
+    team = dataclasses.replace(VISION, pod_security=(("enforce", "baseline"),
+                                                     ("warn", "restricted")))
+    assert core.namespace(team)["metadata"]["labels"] == {
+        **team_labels("vision"), "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/warn": "restricted"}
+    with pytest.raises(SpecError, match="pod_security"):
+        dataclasses.replace(VISION, pod_security=(("enforce", "lax"),))
+    with pytest.raises(SpecError, match="pod_security"):
+        dataclasses.replace(VISION, pod_security=(("deny", "baseline"),))
+
+
 def test_cohort_capacity_sums_the_whole_tree_and_shared_pools():
     # a100: vision 8 + nlp 0 + research pool 8; t4: vision 8 + nlp 4 (slices).
     assert _capacity(VISION) == {

@@ -1,5 +1,9 @@
 """The job page's buttons, clicked in Chromium, acting through a real worker.
 
+(In the integration tier, whose session worker consumes every task published
+after it starts; in tests/e2e such a worker would also pick up the tasks of the
+browser tests that expect none to run.)
+
 "Refresh from the cluster" and "Cancel job" once posted to the REST API (the
 router's ``job-refresh``/``job-cancel`` URL names shadowed the pages'): the user
 landed on raw JSON and nothing happened. Here a member clicks both on a job the

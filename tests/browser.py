@@ -1,4 +1,9 @@
-"""Browser tier: Debian's Chromium driven by Playwright (no downloaded browser)."""
+"""Browser fixtures: Debian's Chromium driven by Playwright (no downloaded browser).
+
+One definition for the whole session (registered in tests/conftest.py), used by
+tests/e2e and by the integration tests that click through a real worker: Playwright's
+sync API allows one running instance per thread.
+"""
 
 import os
 import shutil
@@ -42,12 +47,3 @@ def page(browser):
     yield page
     context.close()
 
-
-# The cluster side for browser tests whose buttons must really act: the API emulator
-# and a real Celery worker, the same fixtures the integration tier uses.
-from tests.integration.conftest import (  # noqa: E402, F401 - fixtures
-    _kube_emulator_server,
-    celery_worker_process,
-    kube_emulator,
-    kubeconfig_path,
-)
