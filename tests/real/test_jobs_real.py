@@ -186,3 +186,18 @@ def test_a_namespace_resourcequota_refusing_pods_is_explained_as_such(flow):
     w["admin"].delete("v1", "ResourceQuota", "freeze", slug)
     running(w, job_id, 1)
     finish(w, job_id)
+
+
+def test_a_lender_reclaims_its_quota_within_the_cohort(flow):
+    w = flow
+    # team-a runs 12 GPUs: its 8 plus the 4 team-b lends while idle.
+    borrower = submit(w, name="borrower", workers=3, gpus_per_worker=4)
+    running(w, borrower, 3)
+    # team-b wants its 8 back: Kueue preempts the borrower to reclaim them.
+    lender = submit(w, user="member_b", team="team_b", name="lender", workers=2,
+                    gpus_per_worker=4)
+    job = refresh(w, borrower, lambda j: j.phase == "Queued" and j.reason == "Preempted",
+                  "the borrower preempted by reclamation", timeout=90)
+    assert "cohort" in job.message.lower(), job.message
+    running(w, lender, 2, user="member_b")
+    finish(w, lender)
