@@ -28,7 +28,6 @@ from tests.integration.conftest import (  # noqa: F401
     _real_services,
     api,
     celery_worker_process,
-    unconsumed_queue,
 )
 from tests.integration.reconcile.conftest import converged, start_worker  # noqa: F401
 from tests.services import unavailable
