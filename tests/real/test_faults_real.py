@@ -83,5 +83,6 @@ def test_worker_killed_mid_apply_the_job_is_created_once(rworld, start_worker, c
     live = w["admin"].list("batch/v1", "Job", f"portal.gpu/job={job_id}", w["team_a"].slug)
     assert [j["metadata"]["uid"] for j in live] == [job.cluster_uid]
     workloads = wait_until(lambda: w["admin"].list(
-        "kueue.x-k8s.io/v1beta2", "Workload", "", w["team_a"].slug), "Kueue's Workload")
+        "kueue.x-k8s.io/v1beta2", "Workload", "", w["team_a"].slug), "Kueue's Workload",
+        timeout=180)   # Kueue's watches back off while the apiserver is away
     assert len(workloads) == 1
