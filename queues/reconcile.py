@@ -215,7 +215,9 @@ def is_subset(desired: Any, live: Any) -> bool:
 
     Mappings: each key of ``desired`` must be in ``live`` with a matching value
     (extra keys in ``live`` are ignored: server defaults, status, other
-    managers' labels). Lists: same length, items matched in order (our lists
+    managers' labels), or be missing from ``live`` when desired as a Go zero
+    value (``false``, ``0``, ``""``, empty list or map), which the API server
+    omits. Lists: same length, items matched in order (our lists
     are ours entirely). Scalars: equal, where a number and its decimal string
     are equal (``8`` vs ``"8"``: an int-or-string quantity read back).
     Quantity fields (:data:`QUANTITY_FIELDS`, entries of
@@ -227,11 +229,20 @@ def is_subset(desired: Any, live: Any) -> bool:
     return _subset(desired, live, None, None)
 
 
+def _omitted_zero(value: Any) -> bool:
+    """A Go zero value that the API server leaves out of what it returns (``omitempty``):
+    ``false``, ``0``, ``""``, ``[]``, ``{}``. Desired that way, a missing field is in sync
+    (the real apiserver drops ``globalDefault: false`` of a PriorityClass)."""
+    return value is False or (value in (0, "") and not isinstance(value, bool)) or (
+        isinstance(value, list | tuple | Mapping) and not value)
+
+
 def _subset(desired: Any, live: Any, key: str | None, parent: str | None) -> bool:
     if isinstance(desired, Mapping):
         if not isinstance(live, Mapping):
             return False
-        return all(k in live and _subset(v, live[k], k, key) for k, v in desired.items())
+        return all(_subset(v, live[k], k, key) if k in live else _omitted_zero(v)
+                   for k, v in desired.items())
     if isinstance(desired, list | tuple):
         if not isinstance(live, list | tuple) or len(desired) != len(live):
             return False

@@ -1,11 +1,11 @@
-"""Test tiers by folder: tests/unit, tests/integration, tests/e2e get their marker."""
+"""Test tiers by folder: tests/unit, tests/integration, tests/e2e, tests/real get their marker."""
 
 import uuid
 from pathlib import Path
 
 import pytest
 
-TIERS = ("unit", "integration", "e2e")
+TIERS = ("unit", "integration", "e2e", "real")
 
 #: ``browser`` and ``page`` (headless Chromium) for every tier that drives pages.
 pytest_plugins = ["tests.browser"]

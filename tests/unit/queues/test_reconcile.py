@@ -274,6 +274,11 @@ def test_cluster_queue_active_condition_is_observed():
     ({"a": "1"}, {"a": "2"}, False),
     ({"a": True}, {"a": "True"}, False),
     ({"a": None}, {}, False),
+    # Go zero values desired, omitted by the API server (omitempty): in sync.
+    ({"globalDefault": False}, {}, True),
+    ({"a": 0, "b": "", "c": [], "d": {}}, {}, True),
+    ({"globalDefault": True}, {}, False),
+    ({"a": "0"}, {}, False),
     ({}, {"anything": 1}, True),
     # Quantity fields compare by value (the API server may re-spell them) ...
     ({"hard": {"memory": "64Gi"}}, {"hard": {"memory": "68719476736"}}, True),
