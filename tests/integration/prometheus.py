@@ -102,6 +102,17 @@ scrape_configs:
 """
 
 
+def stop_prometheus(process: subprocess.Popen, log) -> None:
+    """Stop a Prometheus started by a test (SIGTERM, SIGKILL after 15 s) and close its log."""
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+    log.close()
+
+
 @contextmanager
 def start_prometheus(endpoint: DcgmEndpoint, *, ready_timeout: float = 60.0
                      ) -> Iterator[PrometheusServer]:
@@ -146,10 +157,4 @@ def start_prometheus(endpoint: DcgmEndpoint, *, ready_timeout: float = 60.0
                 time.sleep(0.2)
             yield server
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
-            log.close()
+            stop_prometheus(process, log)

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.integration.prometheus import stop_prometheus
 from tests.services import unavailable
 
 JOB = "gpu-quota-portal"
@@ -114,10 +115,4 @@ def scraping(target: str, token: str, *, ready_timeout: float = 60.0) -> Iterato
                 time.sleep(0.2)
             yield server
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
-            log.close()
+            stop_prometheus(process, log)
